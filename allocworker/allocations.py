@@ -1,0 +1,414 @@
+"""Rules for consumers and their allocations: the heart of the books.
+
+A consumer exists exactly while it holds allocations. Each write replaces a
+consumer's allocations in one transaction that locks the consumer rows, then
+the provider rows (each in a global order), reads inventories and usages
+only after the locks are held, judges the capacity rule on the state it
+would commit, and bumps every touched provider's and consumer's generation
+to one fresh value from the database-wide counter.
+"""
+
+import collections
+
+from oslo_log import log as logging
+
+from allocworker import capacity
+from allocworker import codes
+from allocworker import retry
+from allocworker import validation
+from allocworker.conf import CONF
+from allocworker.db import allocations as db_allocations
+from allocworker.db import api as db
+from allocworker.db import providers as db_providers
+from allocworker.db import resource_classes as db_classes
+
+LOG = logging.getLogger(__name__)
+
+Request = collections.namedtuple(
+    'Request', ['index', 'consumer_uuid', 'generation', 'project_id',
+                'user_id', 'consumer_type', 'allocations'])
+
+ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
+               'user_id', 'consumer_type', 'allocations')
+DEFAULT_CONSUMER_TYPE = 'INSTANCE'
+
+
+class BatchFailed(Exception):
+    """Some items of a transaction are at fault; nothing was written."""
+
+    def __init__(self, faults):
+        super().__init__('%d item(s) at fault' % len(faults))
+        self.faults = faults
+
+
+# -- parsing ---------------------------------------------------------------
+
+def parse_item(raw, index):
+    where = 'items[%d]' % index
+    validation.mapping(raw, where)
+    validation.only_keys(raw, where, ITEM_FIELDS)
+    uuid = validation.uuid(validation.required(raw, where, 'consumer_uuid'),
+                           where + '.consumer_uuid')
+    generation = validation.required(raw, where, 'consumer_generation')
+    validation.optional_integer(generation, where + '.consumer_generation',
+                                minimum=0, maximum=None)
+    project_id = validation.string(
+        validation.required(raw, where, 'project_id'), where + '.project_id')
+    user_id = validation.string(
+        validation.required(raw, where, 'user_id'), where + '.user_id')
+    consumer_type = raw.get('consumer_type')
+    if consumer_type is not None:
+        validation.consumer_type(consumer_type, where + '.consumer_type')
+    allocations = validation.mapping(
+        validation.required(raw, where, 'allocations'),
+        where + '.allocations')
+    parsed = {}
+    for provider_uuid, resources in allocations.items():
+        at = '%s.allocations.%s' % (where, provider_uuid)
+        canonical = validation.uuid(provider_uuid,
+                                    where + '.allocations key')
+        if canonical in parsed:
+            raise validation.invalid('%s names provider %s twice'
+                                     % (where + '.allocations', canonical))
+        validation.mapping(resources, at)
+        if not resources:
+            raise validation.invalid('%s must name at least one resource '
+                                     'class' % at)
+        for name, amount in resources.items():
+            validation.resource_class(name, at + ' key')
+            validation.integer(amount, '%s.%s' % (at, name), minimum=1)
+        parsed[canonical] = dict(resources)
+    return Request(index, uuid, generation, project_id, user_id,
+                   consumer_type, parsed)
+
+
+def _echo_uuid(raw):
+    if isinstance(raw, dict) and isinstance(raw.get('consumer_uuid'), str):
+        return raw['consumer_uuid']
+    return None
+
+
+def _parse_batch(items):
+    """[Request | Fault] in input order; a consumer named twice faults
+    every item that names it."""
+    parsed = []
+    for index, raw in enumerate(items):
+        try:
+            parsed.append(parse_item(raw, index))
+        except codes.Fault as fault:
+            parsed.append(fault)
+    seen = collections.Counter(r.consumer_uuid for r in parsed
+                               if isinstance(r, Request))
+    for i, r in enumerate(parsed):
+        if isinstance(r, Request) and seen[r.consumer_uuid] > 1:
+            parsed[i] = validation.invalid(
+                'items[%d].consumer_uuid %s appears %d times in this call'
+                % (i, r.consumer_uuid, seen[r.consumer_uuid]))
+    return parsed
+
+
+# -- allocate --------------------------------------------------------------
+
+def allocate(context, items, atomic=False):
+    validation.batch(items, 'items', CONF.worker.max_batch_items)
+    validation.boolean(atomic, 'atomic')
+    parsed = _parse_batch(items)
+    if atomic:
+        results = _allocate_atomic(context, parsed)
+    else:
+        results = [r if isinstance(r, codes.Fault)
+                   else _guarded(context, [r]).get(r.index)
+                   for r in parsed]
+    return [_result_item(items[i], result) for i, result in enumerate(results)]
+
+
+def _result_item(raw, result):
+    if isinstance(result, codes.Fault):
+        return result.item(consumer_uuid=_echo_uuid(raw))
+    return result
+
+
+def _allocate_atomic(context, parsed):
+    requests = [r for r in parsed if isinstance(r, Request)]
+    if len(requests) < len(parsed):
+        return [r if isinstance(r, codes.Fault) else _aborted(r)
+                for r in parsed]
+    outcome = _guarded(context, requests)
+    return [outcome[r.index] for r in requests]
+
+
+def _aborted(request):
+    return codes.Fault(codes.BATCH_ABORTED,
+                       'items[%d] was valid but the atomic batch was rolled '
+                       'back because of another item' % request.index)
+
+
+def _guarded(context, requests):
+    """Write ``requests`` in one transaction; {index: item | Fault}.
+
+    Whatever goes wrong, every request gets an answer and a failed
+    transaction writes nothing.
+    """
+    try:
+        return retry.write(_write, requests)
+    except BatchFailed as failed:
+        return {r.index: failed.faults.get(r.index) or _aborted(r)
+                for r in requests}
+    except codes.Fault as fault:
+        return {r.index: fault for r in requests}
+    except Exception:
+        request_id = getattr(context, 'request_id', None)
+        LOG.exception('allocate failed unexpectedly (request %s)', request_id)
+        fault = codes.Fault(codes.INTERNAL_ERROR,
+                            'unexpected error, nothing was written; the '
+                            'worker log has request %s' % request_id)
+        return {r.index: fault for r in requests}
+
+
+def _write(requests):
+    with db.writer() as (conn, generation):
+        plan = _Plan(conn, requests)
+        plan.check()
+        return plan.commit(generation)
+
+
+class _Plan(object):
+    """One write transaction's reads, judgement and writes."""
+
+    def __init__(self, conn, requests):
+        self.conn = conn
+        self.requests = requests
+        self.faults = {}
+
+    def _fail(self, request, fault):
+        self.faults.setdefault(request.index, fault)
+
+    def _live(self):
+        return [r for r in self.requests if r.index not in self.faults]
+
+    def check(self):
+        self._resolve_names()
+        self._lock_consumers()
+        self._lock_providers()
+        self._judge_capacity()
+        if self.faults:
+            raise BatchFailed(self.faults)
+
+    def _resolve_names(self):
+        names = {n for r in self.requests for res in r.allocations.values()
+                 for n in res}
+        uuids = {p for r in self.requests for p in r.allocations}
+        self.class_ids = db_classes.ids_by_name(self.conn, names)
+        self.provider_ids = db_providers.ids_by_uuid(self.conn, uuids)
+        for r in self.requests:
+            for provider_uuid, resources in r.allocations.items():
+                if provider_uuid not in self.provider_ids:
+                    self._fail(r, codes.Fault(
+                        codes.PROVIDER_NOT_IN_BODY,
+                        'items[%d].allocations: no provider %s'
+                        % (r.index, provider_uuid)))
+                for name in resources:
+                    if name not in self.class_ids:
+                        self._fail(r, codes.Fault(
+                            codes.RESOURCE_CLASS_NOT_FOUND,
+                            'items[%d].allocations.%s: no resource class %s'
+                            % (r.index, provider_uuid, name)))
+
+    def _lock_consumers(self):
+        self.consumers = db_allocations.lock_consumers(
+            self.conn, [r.consumer_uuid for r in self.requests])
+        for r in self._live():
+            current = self.consumers.get(r.consumer_uuid)
+            current = current.generation if current else None
+            if r.generation != current:
+                self._fail(r, codes.Fault(
+                    codes.CONSUMER_GENERATION_CONFLICT,
+                    'items[%d]: consumer %s is at generation %s, not %s'
+                    % (r.index, r.consumer_uuid, _show(current),
+                       _show(r.generation)),
+                    consumer_generation=current))
+        self.old = db_allocations.rows_of(
+            self.conn, [c.id for c in self.consumers.values()])
+
+    def _old_rows(self, request):
+        consumer = self.consumers.get(request.consumer_uuid)
+        return self.old.get(consumer.id, {}) if consumer else {}
+
+    def _new_rows(self, request):
+        return {(self.provider_ids[p], name): amount
+                for p, resources in request.allocations.items()
+                for name, amount in resources.items()}
+
+    def _lock_providers(self):
+        live = self._live()
+        touched = set()
+        for r in live:
+            touched.update(pid for pid, _name in self._old_rows(r))
+            touched.update(pid for pid, _name in self._new_rows(r))
+        self.locked = db_providers.lock(self.conn, touched)
+        if len(self.locked) != len(touched):
+            # A provider was deleted after we resolved its uuid.
+            raise db.ConcurrentUpdate('provider vanished')
+        self.uuid_of = {pid: uuid for uuid, pid in self.provider_ids.items()}
+
+    def _judge_capacity(self):
+        live = self._live()
+        pids = set(self.locked)
+        inventories = db_providers.inventories(self.conn, pids)
+        before = db_providers.usages(self.conn, pids)
+        removed, added = collections.Counter(), collections.Counter()
+        for r in live:
+            old, new = self._old_rows(r), self._new_rows(r)
+            removed.update(old)
+            added.update(new)
+            for key, amount in sorted(new.items()):
+                self._check_units(r, key, amount, inventories.get(key))
+        after = capacity.usage_after(before, removed, added)
+        over = capacity.overcommitted(inventories, before, after)
+        for r in self._live():
+            old, new = self._old_rows(r), self._new_rows(r)
+            for key in sorted(over):
+                if new.get(key, 0) > old.get(key, 0):
+                    inv = inventories[key]
+                    self._fail(r, codes.Fault(
+                        codes.CAPACITY_EXCEEDED,
+                        'items[%d]: %s on provider %s would be %d, above '
+                        'its capacity %g' % (r.index, key[1],
+                                             self._uuid(key[0]), after[key],
+                                             capacity.capacity(inv))))
+                    break
+
+    def _uuid(self, provider_id):
+        return self.uuid_of.get(provider_id, provider_id)
+
+    def _check_units(self, request, key, amount, inventory):
+        pid, name = key
+        where = 'items[%d].allocations.%s.%s' % (request.index,
+                                                 self._uuid(pid), name)
+        if inventory is None:
+            self._fail(request, codes.Fault(
+                codes.INVENTORY_NOT_FOUND,
+                '%s: provider %s has no inventory of %s'
+                % (where, self._uuid(pid), name)))
+            return
+        why = capacity.unit_violation(inventory, amount)
+        if why:
+            self._fail(request, codes.Fault(
+                codes.ALLOCATION_UNIT_VIOLATION,
+                '%s: %d %s' % (where, amount, why)))
+
+    def commit(self, generation):
+        conn = self.conn
+        existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
+                    for r in self.requests if r.consumer_uuid in self.consumers}
+        db_allocations.delete_rows(conn, [c.id for c in existing.values()])
+        results, rows, emptied = {}, [], []
+        for r in self.requests:
+            consumer = existing.get(r.consumer_uuid)
+            if not r.allocations:
+                if consumer:
+                    emptied.append(consumer.id)
+                results[r.index] = _success(r, None)
+                continue
+            consumer_type = (r.consumer_type or
+                             (consumer and consumer.consumer_type) or
+                             DEFAULT_CONSUMER_TYPE)
+            if consumer:
+                if not db_allocations.update_consumer(
+                        conn, consumer.id, consumer.generation, generation,
+                        project_id=r.project_id, user_id=r.user_id,
+                        consumer_type=consumer_type):
+                    raise db.ConcurrentUpdate(r.consumer_uuid)
+                consumer_id = consumer.id
+            else:
+                consumer_id = db_allocations.create_consumer(
+                    conn, r.consumer_uuid, r.project_id, r.user_id,
+                    consumer_type, generation)
+            rows.extend((consumer_id, pid, self.class_ids[name], amount)
+                        for (pid, name), amount in self._new_rows(r).items())
+            results[r.index] = _success(r, generation)
+        db_allocations.delete_consumers(conn, emptied)
+        db_allocations.insert_rows(conn, rows)
+        for pid, seen in sorted(self.locked.items()):
+            if not db_providers.bump_generation(conn, pid, seen, generation):
+                raise db.ConcurrentUpdate(self._uuid(pid))
+        return results
+
+
+def _success(request, generation):
+    return {'consumer_uuid': request.consumer_uuid, 'status': 200,
+            'consumer_generation': generation}
+
+
+def _show(generation):
+    return 'null' if generation is None else generation
+
+
+# -- reads -----------------------------------------------------------------
+
+def get_allocations(context, consumer_uuids):
+    validation.uuid_list(consumer_uuids, 'consumer_uuids',
+                         CONF.worker.max_batch_items)
+    wanted = []
+    for i, raw in enumerate(consumer_uuids):
+        try:
+            wanted.append(validation.uuid(raw, 'consumer_uuids[%d]' % i))
+        except codes.Fault as fault:
+            wanted.append(fault)
+    with db.reader() as conn:
+        found = db_allocations.describe(
+            conn, [u for u in wanted if not isinstance(u, codes.Fault)])
+    items = []
+    for raw, uuid in zip(consumer_uuids, wanted):
+        if isinstance(uuid, codes.Fault):
+            items.append(uuid.item(
+                consumer_uuid=raw if isinstance(raw, str) else None))
+        elif uuid not in found:
+            items.append(codes.Fault(
+                codes.CONSUMER_NOT_FOUND,
+                'consumer %s holds no allocations' % uuid
+            ).item(consumer_uuid=uuid))
+        else:
+            items.append(consumer_item(*found[uuid]))
+    return items
+
+
+def consumer_item(consumer, allocations):
+    return {'consumer_uuid': consumer.uuid, 'status': 200,
+            'consumer_generation': consumer.generation,
+            'project_id': consumer.project_id, 'user_id': consumer.user_id,
+            'consumer_type': consumer.consumer_type,
+            'allocations': {
+                provider_uuid: {'resources': resources,
+                                'generation': generation}
+                for provider_uuid, (resources, generation)
+                in allocations.items()}}
+
+
+def list_allocations(context, provider_uuid):
+    provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
+    with db.reader() as conn:
+        exists, held = db_allocations.on_provider(conn, provider_uuid)
+    if not exists:
+        raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                          'provider %s does not exist' % provider_uuid)
+    return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
+             'project_id': c.project_id, 'user_id': c.user_id,
+             'resources': resources, 'status': 200}
+            for c, resources in held]
+
+
+def list_consumers(context, project_id=None, limit=1000, marker=None):
+    """One page of consumers in uuid order; pass the last item's
+    consumer_uuid as ``marker`` for the next page."""
+    if project_id is not None:
+        validation.string(project_id, 'project_id')
+    validation.integer(limit, 'limit', minimum=1,
+                       maximum=CONF.worker.max_batch_items)
+    marker = validation.optional_uuid(marker, 'marker')
+    with db.reader() as conn:
+        page = db_allocations.page(conn, project_id, limit, marker)
+    return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
+             'project_id': c.project_id, 'user_id': c.user_id,
+             'consumer_type': c.consumer_type, 'status': 200}
+            for c in page]

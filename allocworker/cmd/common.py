@@ -1,0 +1,13 @@
+"""What every command does first: parse configuration, set up logging."""
+
+from oslo_log import log as logging
+
+from allocworker.conf import CONF
+
+PROJECT = 'allocworker'
+
+
+def prepare(argv, default_config_files=None):
+    logging.register_options(CONF)
+    CONF(argv, project=PROJECT, default_config_files=default_config_files)
+    logging.setup(CONF, PROJECT)

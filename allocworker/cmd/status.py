@@ -1,0 +1,79 @@
+"""allocworker-status upgrade check: is this deployment ready to serve?"""
+
+import sys
+
+import kombu
+from oslo_upgradecheck import upgradecheck
+import oslo_messaging as messaging
+
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db import migration
+from allocworker import rpc
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+
+class Checks(upgradecheck.UpgradeCommands):
+
+    def _check_database(self):
+        try:
+            db.configure(CONF)
+            with db.reader() as conn:
+                conn.exec_driver_sql('SELECT 1')
+        except Exception as exc:
+            return Result(Code.FAILURE, 'cannot reach the database: %s'
+                          % str(exc).splitlines()[0])
+        return Result(Code.SUCCESS)
+
+    def _check_schema(self):
+        try:
+            db.configure(CONF)
+            current, head = migration.current(), migration.head()
+        except Exception as exc:
+            return Result(Code.FAILURE, 'cannot read the schema revision: %s'
+                          % str(exc).splitlines()[0])
+        if current != head:
+            return Result(Code.FAILURE,
+                          'schema is at %s, code needs %s: run '
+                          '"allocworker-manage db sync"' % (current, head))
+        return Result(Code.SUCCESS)
+
+    def _check_broker(self):
+        try:
+            rpc.get_transport()  # registers [DEFAULT] transport_url
+            url = messaging.TransportURL.parse(CONF, CONF.transport_url)
+            if not url.transport.startswith('rabbit'):
+                return Result(Code.SUCCESS, 'broker check skipped for %s://'
+                              % url.transport)
+            host = url.hosts[0]
+            connection = kombu.Connection(
+                hostname=host.hostname, port=host.port or 5672,
+                userid=host.username or 'guest',
+                password=host.password or 'guest',
+                virtual_host=url.virtual_host or '/',
+                ssl=CONF.oslo_messaging_rabbit.ssl, connect_timeout=5)
+            with connection:
+                connection.ensure_connection(max_retries=1)
+        except Exception as exc:
+            return Result(Code.FAILURE, 'cannot reach the message broker: %s'
+                          % str(exc).splitlines()[0])
+        finally:
+            rpc.cleanup()
+        return Result(Code.SUCCESS)
+
+    _upgrade_checks = (
+        ('Database reachable', _check_database),
+        ('Schema at head', _check_schema),
+        ('Message broker reachable', _check_broker),
+    )
+
+
+def main():
+    return upgradecheck.main(CONF, project='allocworker',
+                             upgrade_command=Checks())
+
+
+if __name__ == '__main__':
+    sys.exit(main())

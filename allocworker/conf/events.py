@@ -1,0 +1,31 @@
+from oslo_config import cfg
+
+events_group = cfg.OptGroup(
+    'events', title='External events',
+    help='Events that agents push about consumers.')
+
+DEFAULT_NAMES = [
+    'network-changed', 'network-vif-plugged', 'network-vif-unplugged',
+    'network-vif-deleted', 'volume-extended', 'power-update',
+    'accelerator-request-bound', 'volume-reimaged',
+]
+
+events_opts = [
+    cfg.IntOpt('hold_seconds', default=300, min=0,
+               help='How long an event for a consumer that does not exist '
+                    'yet is held; it counts as arrived if the consumer '
+                    'appears within this window.'),
+    cfg.IntOpt('retention_seconds', default=86400, min=1,
+               help='Stored events older than this are removed.'),
+    cfg.ListOpt('allowed_names', default=DEFAULT_NAMES,
+                help='Event names agents may send.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(events_group)
+    conf.register_opts(events_opts, group=events_group)
+
+
+def list_opts():
+    return {events_group: events_opts}

@@ -1,0 +1,40 @@
+from oslo_config import cfg
+
+worker_group = cfg.OptGroup(
+    'worker', title='RPC worker',
+    help='The oslo.messaging RPC server that answers allocation calls.')
+
+worker_opts = [
+    cfg.StrOpt('topic', default='allocworker',
+               help='RPC topic the worker serves and clients call.'),
+    cfg.IntOpt('workers', default=1, min=1,
+               help='Number of worker processes; each runs its own RPC '
+                    'server on the topic. All races are settled in the '
+                    'database, so any number is safe.'),
+    cfg.IntOpt('max_batch_items', default=1000, min=1,
+               help='Largest number of items one call may carry; a larger '
+                    'call is refused whole with 400 invalid_request.'),
+    cfg.IntOpt('idempotency_seconds', default=3600, min=1,
+               help='How long an allocate answer is remembered under its '
+                    'idempotency_key.'),
+    cfg.IntOpt('retry_attempts', default=10, min=1,
+               help='Attempts per transaction when concurrent writers '
+                    'conflict (provider generation, deadlock); each attempt '
+                    'is a fresh transaction. Exhaustion answers 409 '
+                    'provider.concurrent_update.'),
+    cfg.FloatOpt('retry_max_wait', default=0.2, min=0,
+                 help='Upper bound, in seconds, of the random back-off '
+                      'between concurrent-update retries.'),
+    cfg.IntOpt('shutdown_timeout', default=60, min=1,
+               help='Seconds a worker process waits for in-flight calls '
+                    'after SIGTERM before it exits anyway.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(worker_group)
+    conf.register_opts(worker_opts, group=worker_group)
+
+
+def list_opts():
+    return {worker_group: worker_opts}

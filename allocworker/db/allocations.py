@@ -1,0 +1,157 @@
+"""Queries on consumers and their allocations."""
+
+import collections
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from allocworker.db import api
+from allocworker.db import schema
+
+_c = schema.consumers
+_alloc = schema.allocations
+_p = schema.providers
+_rc = schema.resource_classes
+
+Consumer = collections.namedtuple(
+    'Consumer', ['id', 'uuid', 'project_id', 'user_id', 'consumer_type',
+                 'generation'])
+
+_CONSUMER_COLUMNS = [_c.c.id, _c.c.uuid, _c.c.project_id, _c.c.user_id,
+                     _c.c.consumer_type, _c.c.generation]
+
+
+def lock_consumers(conn, uuids):
+    """Lock the consumers that exist, in uuid order; {uuid: Consumer}."""
+    if not uuids:
+        return {}
+    rows = conn.execute(api.for_update(
+        sa.select(*_CONSUMER_COLUMNS).where(_c.c.uuid.in_(sorted(uuids)))
+        .order_by(_c.c.uuid)))
+    return {row.uuid: Consumer(*row) for row in rows}
+
+
+def rows_of(conn, consumer_ids):
+    """{consumer_id: {(provider_id, class_name): used}}."""
+    if not consumer_ids:
+        return {}
+    query = (sa.select(_alloc.c.consumer_id, _alloc.c.provider_id,
+                       _rc.c.name, _alloc.c.used)
+             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+             .where(_alloc.c.consumer_id.in_(sorted(consumer_ids))))
+    found = collections.defaultdict(dict)
+    for consumer_id, provider_id, name, used in conn.execute(query):
+        found[consumer_id][(provider_id, name)] = used
+    return found
+
+
+def delete_rows(conn, consumer_ids):
+    if consumer_ids:
+        conn.execute(sa.delete(_alloc)
+                     .where(_alloc.c.consumer_id.in_(sorted(consumer_ids))))
+
+
+def insert_rows(conn, rows):
+    """rows: [(consumer_id, provider_id, class_id, used)]."""
+    if rows:
+        now = timeutils.utcnow()
+        conn.execute(sa.insert(_alloc), [
+            {'consumer_id': c, 'provider_id': p, 'resource_class_id': rc,
+             'used': used, 'created_at': now} for c, p, rc, used in rows])
+
+
+def create_consumer(conn, uuid, project_id, user_id, consumer_type,
+                    generation):
+    result = conn.execute(sa.insert(_c).values(
+        uuid=uuid, project_id=project_id, user_id=user_id,
+        consumer_type=consumer_type, generation=generation,
+        created_at=timeutils.utcnow()))
+    return result.inserted_primary_key[0]
+
+
+def update_consumer(conn, consumer_id, expected, generation, **fields):
+    """Compare-and-swap the generation; False when someone else moved it."""
+    result = conn.execute(
+        sa.update(_c).where(_c.c.id == consumer_id,
+                            _c.c.generation == expected)
+        .values(generation=generation, updated_at=timeutils.utcnow(),
+                **fields))
+    return result.rowcount == 1
+
+
+def delete_consumers(conn, consumer_ids):
+    if consumer_ids:
+        conn.execute(sa.delete(_c).where(_c.c.id.in_(sorted(consumer_ids))))
+
+
+def _described(rows):
+    """Fold consumer x allocation rows into
+    {uuid: (Consumer, {provider_uuid: ({class: used}, provider_generation)})}."""
+    found = collections.OrderedDict()
+    width = len(Consumer._fields)
+    for row in rows:
+        consumer = Consumer(*row[:width])
+        _, allocs = found.setdefault(consumer.uuid, (consumer, {}))
+        if row.provider_uuid is not None:
+            resources, _gen = allocs.setdefault(
+                row.provider_uuid, ({}, row.provider_generation))
+            resources[row.class_name] = int(row.used)
+    return found
+
+
+def _describe_query():
+    return (sa.select(*_CONSUMER_COLUMNS,
+                      _p.c.uuid.label('provider_uuid'),
+                      _p.c.generation.label('provider_generation'),
+                      _rc.c.name.label('class_name'), _alloc.c.used)
+            .select_from(_c)
+            .join(_alloc, _alloc.c.consumer_id == _c.c.id)
+            .join(_p, _alloc.c.provider_id == _p.c.id)
+            .join(_rc, _alloc.c.resource_class_id == _rc.c.id))
+
+
+def describe(conn, uuids):
+    """Consumers with their allocations, in one statement (one snapshot)."""
+    if not uuids:
+        return {}
+    query = _describe_query().where(_c.c.uuid.in_(sorted(set(uuids))))
+    return _described(conn.execute(query))
+
+
+def on_provider(conn, provider_uuid):
+    """(provider_exists, [(Consumer, {class: used})]) in one statement.
+
+    The provider row is outer-joined so that its absence and an empty
+    listing are told apart without a second read."""
+    inner = (sa.select(_alloc.c.provider_id, _alloc.c.used,
+                       _rc.c.name.label('class_name'), *_CONSUMER_COLUMNS)
+             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+             .join(_c, _alloc.c.consumer_id == _c.c.id)
+             .subquery('held'))
+    query = (sa.select(_p.c.id.label('pid'),
+                       *[inner.c[col.name] for col in _CONSUMER_COLUMNS],
+                       inner.c.class_name, inner.c.used)
+             .select_from(_p)
+             .outerjoin(inner, inner.c.provider_id == _p.c.id)
+             .where(_p.c.uuid == provider_uuid)
+             .order_by(inner.c.uuid, inner.c.class_name))
+    rows = conn.execute(query).all()
+    if not rows:
+        return False, []
+    found = collections.OrderedDict()
+    for row in rows:
+        if row.uuid is None:
+            continue
+        consumer = Consumer(*row[1:1 + len(Consumer._fields)])
+        found.setdefault(consumer, {})[row.class_name] = int(row.used)
+    return True, list(found.items())
+
+
+def page(conn, project_id=None, limit=1000, marker=None):
+    """Consumers ordered by uuid, after ``marker``; one statement."""
+    query = sa.select(*_CONSUMER_COLUMNS).order_by(_c.c.uuid).limit(limit)
+    if project_id is not None:
+        query = query.where(_c.c.project_id == project_id)
+    if marker is not None:
+        query = query.where(_c.c.uuid > marker)
+    return [Consumer(*row) for row in conn.execute(query)]

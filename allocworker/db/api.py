@@ -1,0 +1,129 @@
+"""Engine set-up and the two kinds of transaction every query runs in.
+
+``reader()`` yields a connection for one read; ``writer()`` yields a
+connection and the fresh generation for one write transaction. Retries
+belong outside these blocks, so every attempt is a new transaction.
+"""
+
+import contextlib
+import os
+import threading
+
+from oslo_db.sqlalchemy import enginefacade
+import sqlalchemy as sa
+
+from allocworker.db import schema
+
+_lock = threading.Lock()
+_facade = None
+
+
+def configure(conf):
+    """Build this process's engine; call again after fork."""
+    global _facade
+    _make_sqlite_directory(conf.database.connection)
+    with _lock:
+        facade = enginefacade.transaction_context()
+        facade.configure(**_engine_options(conf))
+        engine = facade.writer.get_engine()
+        _tune(engine)
+        _facade = facade
+
+
+def _make_sqlite_directory(url):
+    """The embedded database's folder ([DEFAULT] state_path) may be new."""
+    url = sa.engine.make_url(url)
+    if url.get_backend_name() == 'sqlite' and url.database not in (
+            None, '', ':memory:'):
+        os.makedirs(os.path.dirname(os.path.abspath(url.database)),
+                    exist_ok=True)
+
+
+def _engine_options(conf):
+    db = conf.database
+    options = dict(connection=db.connection, sqlite_fk=True,
+                   max_retries=db.max_retries, retry_interval=db.retry_interval)
+    for name in ('max_pool_size', 'max_overflow', 'pool_timeout',
+                 'connection_recycle_time', 'mysql_sql_mode'):
+        options[name] = getattr(db, name)
+    return options
+
+
+def _tune(engine):
+    """Make every backend settle races the same way.
+
+    PostgreSQL and MySQL run at READ COMMITTED: writers lock the rows they
+    depend on first, then every later statement sees all commits made before
+    the lock was granted. SQLite has one writer at a time; WAL lets readers
+    go on beside it, and a busy timeout queues writers instead of failing.
+    """
+    if engine.dialect.name == 'sqlite':
+        @sa.event.listens_for(engine, 'connect')
+        def _sqlite_pragmas(dbapi_conn, _record):
+            cursor = dbapi_conn.cursor()
+            cursor.execute('PRAGMA journal_mode=WAL')
+            cursor.execute('PRAGMA busy_timeout=30000')
+            cursor.close()
+    else:
+        engine.update_execution_options(isolation_level='READ COMMITTED')
+    # Connections made before the listener or option existed are dropped.
+    engine.dispose()
+
+
+def get_engine():
+    return _get_facade().writer.get_engine()
+
+
+def dialect_name():
+    return get_engine().dialect.name
+
+
+def _get_facade():
+    if _facade is None:
+        raise RuntimeError('allocworker.db.api.configure() was not called')
+    return _facade
+
+
+class _Scope(object):
+    """A fresh object per block, so blocks never join an outer transaction."""
+
+
+@contextlib.contextmanager
+def reader():
+    with _get_facade().reader.connection.using(_Scope()) as conn:
+        yield conn
+
+
+@contextlib.contextmanager
+def writer():
+    """One write transaction; yields (connection, generation).
+
+    Taking the generation is the first statement on purpose: on SQLite it
+    takes the database's write lock before anything is read, which makes
+    the whole transaction serializable there.
+    """
+    with _get_facade().writer.connection.using(_Scope()) as conn:
+        yield conn, next_generation(conn)
+
+
+def next_generation(conn):
+    result = conn.execute(sa.insert(schema.generations).values())
+    return result.inserted_primary_key[0]
+
+
+def prune_generations(conn):
+    """Delete every generation row but the newest (the counter's memory)."""
+    newest = conn.execute(sa.select(sa.func.max(schema.generations.c.id)))
+    newest = newest.scalar()
+    if newest is not None:
+        conn.execute(sa.delete(schema.generations)
+                     .where(schema.generations.c.id < newest))
+
+
+def for_update(query):
+    """Lock the selected rows until commit (a no-op where SQLite has none)."""
+    return query.with_for_update()
+
+
+class ConcurrentUpdate(Exception):
+    """A concurrent writer moved a row this transaction depended on."""

@@ -1,0 +1,41 @@
+"""Schema upgrades (alembic) and the data every database starts with."""
+
+import os
+
+from alembic import command as alembic_command
+from alembic import config as alembic_config
+from alembic import migration as alembic_migration
+from alembic import script as alembic_script
+import os_resource_classes
+
+from allocworker.db import api
+from allocworker.db import resource_classes
+
+
+def _alembic_config(connection=None):
+    here = os.path.join(os.path.dirname(__file__), 'migrations')
+    cfg = alembic_config.Config(os.path.join(here, 'alembic.ini'))
+    cfg.set_main_option('script_location', here)
+    cfg.attributes['connection'] = connection
+    return cfg
+
+
+def head():
+    script = alembic_script.ScriptDirectory.from_config(_alembic_config())
+    return script.get_current_head()
+
+
+def current():
+    """The database's revision, or None when it has never been synced."""
+    with api.get_engine().connect() as conn:
+        return alembic_migration.MigrationContext.configure(
+            conn).get_current_revision()
+
+
+def sync(revision='head'):
+    """Bring the schema to ``revision``, then make sure the standard
+    resource classes of the installed os-resource-classes all exist."""
+    with api.get_engine().begin() as conn:
+        alembic_command.upgrade(_alembic_config(conn), revision)
+    with api.writer() as (conn, _generation):
+        resource_classes.ensure(conn, os_resource_classes.STANDARDS)

@@ -1,0 +1,190 @@
+"""Queries on providers, their inventories and their usages."""
+
+import collections
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from allocworker import capacity
+from allocworker.db import api
+from allocworker.db import schema
+
+_p = schema.providers
+_inv = schema.inventories
+_rc = schema.resource_classes
+_alloc = schema.allocations
+
+Provider = collections.namedtuple(
+    'Provider', ['id', 'uuid', 'name', 'generation', 'parent_uuid',
+                 'root_uuid'])
+
+
+def _provider_query():
+    parent = _p.alias('parent')
+    root = _p.alias('root')
+    return (sa.select(_p.c.id, _p.c.uuid, _p.c.name, _p.c.generation,
+                      parent.c.uuid.label('parent_uuid'),
+                      root.c.uuid.label('root_uuid'))
+            .select_from(_p)
+            .outerjoin(parent, _p.c.parent_provider_id == parent.c.id)
+            .outerjoin(root, _p.c.root_provider_id == root.c.id))
+
+
+def get(conn, uuid):
+    row = conn.execute(_provider_query().where(_p.c.uuid == uuid)).first()
+    return Provider(*row) if row else None
+
+
+def lock_by_uuid(conn, uuid):
+    """The provider row, locked until commit; None when it does not exist."""
+    row = conn.execute(api.for_update(
+        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id)
+        .where(_p.c.uuid == uuid))).first()
+    return row
+
+
+def lock(conn, provider_ids):
+    """Lock providers in id order (a global order, so writers never
+    deadlock on each other); {id: generation}."""
+    if not provider_ids:
+        return {}
+    rows = conn.execute(api.for_update(
+        sa.select(_p.c.id, _p.c.generation)
+        .where(_p.c.id.in_(sorted(provider_ids))).order_by(_p.c.id)))
+    return dict(rows.all())
+
+
+def ids_by_uuid(conn, uuids):
+    """{uuid: id} for those of ``uuids`` that exist."""
+    if not uuids:
+        return {}
+    rows = conn.execute(sa.select(_p.c.uuid, _p.c.id)
+                        .where(_p.c.uuid.in_(sorted(set(uuids)))))
+    return dict(rows.all())
+
+
+def create(conn, uuid, name, generation, parent_id=None, root_id=None):
+    now = timeutils.utcnow()
+    result = conn.execute(sa.insert(_p).values(
+        uuid=uuid, name=name, generation=generation,
+        parent_provider_id=parent_id, root_provider_id=root_id,
+        created_at=now))
+    provider_id = result.inserted_primary_key[0]
+    if root_id is None:
+        conn.execute(sa.update(_p).where(_p.c.id == provider_id)
+                     .values(root_provider_id=provider_id))
+    return provider_id
+
+
+def has_children(conn, provider_id):
+    query = sa.select(_p.c.id).where(
+        _p.c.parent_provider_id == provider_id).limit(1)
+    return conn.execute(query).first() is not None
+
+
+def has_allocations(conn, provider_id):
+    query = sa.select(_alloc.c.id).where(
+        _alloc.c.provider_id == provider_id).limit(1)
+    return conn.execute(query).first() is not None
+
+
+def delete(conn, provider_id):
+    conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
+    conn.execute(sa.delete(_p).where(_p.c.id == provider_id))
+
+
+def bump_generation(conn, provider_id, expected, generation):
+    """Compare-and-swap the generation; False when someone else moved it."""
+    result = conn.execute(
+        sa.update(_p)
+        .where(_p.c.id == provider_id, _p.c.generation == expected)
+        .values(generation=generation, updated_at=timeutils.utcnow()))
+    return result.rowcount == 1
+
+
+def _inventory_columns():
+    return [getattr(_inv.c, f) for f in capacity.Inventory._fields]
+
+
+def inventories(conn, provider_ids):
+    """{(provider_id, class_name): Inventory}."""
+    if not provider_ids:
+        return {}
+    query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns())
+             .join(_rc, _inv.c.resource_class_id == _rc.c.id)
+             .where(_inv.c.provider_id.in_(sorted(provider_ids))))
+    return {(row[0], row[1]): capacity.Inventory(*row[2:])
+            for row in conn.execute(query)}
+
+
+def replace_inventories(conn, provider_id, by_class_id):
+    """Make the provider's inventory exactly ``by_class_id``."""
+    existing = {row.resource_class_id: row.id for row in conn.execute(
+        sa.select(_inv.c.resource_class_id, _inv.c.id)
+        .where(_inv.c.provider_id == provider_id))}
+    gone = [existing[c] for c in existing if c not in by_class_id]
+    if gone:
+        conn.execute(sa.delete(_inv).where(_inv.c.id.in_(gone)))
+    now = timeutils.utcnow()
+    for class_id, inventory in by_class_id.items():
+        values = inventory._asdict()
+        if class_id in existing:
+            conn.execute(sa.update(_inv)
+                         .where(_inv.c.id == existing[class_id])
+                         .values(updated_at=now, **values))
+        else:
+            conn.execute(sa.insert(_inv).values(
+                provider_id=provider_id, resource_class_id=class_id,
+                created_at=now, **values))
+
+
+def usages(conn, provider_ids):
+    """{(provider_id, class_name): used} of what is allocated now."""
+    if not provider_ids:
+        return {}
+    query = (sa.select(_alloc.c.provider_id, _rc.c.name,
+                       sa.func.sum(_alloc.c.used))
+             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+             .where(_alloc.c.provider_id.in_(sorted(provider_ids)))
+             .group_by(_alloc.c.provider_id, _rc.c.name))
+    return {(row[0], row[1]): int(row[2]) for row in conn.execute(query)}
+
+
+def _usage_subquery():
+    return (sa.select(_alloc.c.provider_id, _alloc.c.resource_class_id,
+                      sa.func.sum(_alloc.c.used).label('used'))
+            .group_by(_alloc.c.provider_id, _alloc.c.resource_class_id)
+            .subquery('usage'))
+
+
+def describe(conn, uuids=None):
+    """Providers with their inventories and usages, read in one statement.
+
+    Returns [(Provider, {class: (Inventory, used)})], ordered by name;
+    ``uuids`` None means every provider.
+    """
+    usage = _usage_subquery()
+    base = _provider_query().subquery('prov')
+    query = (sa.select(base, _rc.c.name.label('class_name'),
+                       *_inventory_columns(),
+                       sa.func.coalesce(usage.c.used, 0).label('used'))
+             .select_from(base)
+             .outerjoin(_inv, _inv.c.provider_id == base.c.id)
+             .outerjoin(_rc, _inv.c.resource_class_id == _rc.c.id)
+             .outerjoin(usage, sa.and_(
+                 usage.c.provider_id == _inv.c.provider_id,
+                 usage.c.resource_class_id == _inv.c.resource_class_id))
+             .order_by(base.c.name, _rc.c.name))
+    if uuids is not None:
+        if not uuids:
+            return []
+        query = query.where(base.c.uuid.in_(sorted(set(uuids))))
+    found = collections.OrderedDict()
+    width = len(Provider._fields)
+    for row in conn.execute(query):
+        provider = Provider(*row[:width])
+        classes = found.setdefault(provider, {})
+        if row.class_name is not None:
+            inventory = capacity.Inventory(*row[width + 1:width + 7])
+            classes[row.class_name] = (inventory, int(row.used))
+    return list(found.items())

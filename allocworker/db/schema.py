@@ -1,0 +1,118 @@
+"""The tables. Migrations under ``migrations/`` must produce exactly these
+(a functional test compares them on every backend)."""
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+metadata = sa.MetaData(naming_convention={
+    'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
+    'uq': 'uq_%(table_name)s_%(column_0_N_name)s',
+    'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
+    'pk': 'pk_%(table_name)s',
+})
+
+# MySQL needs InnoDB for row locks and foreign keys; utf8mb4 for any name.
+_mysql = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+# Event order matters to waiters, so keep sub-second precision on MySQL too.
+_PRECISE_TIME = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql')
+
+
+def _timestamps():
+    return [sa.Column('created_at', sa.DateTime, nullable=False),
+            sa.Column('updated_at', sa.DateTime, nullable=True)]
+
+
+# One row per generation ever handed out. Generations of providers and
+# consumers come from this one database-wide counter, so a uuid never sees
+# the same generation twice, even across delete and recreate. Old rows are
+# pruned; the newest is always kept so the counter never goes back.
+generations = sa.Table(
+    'generations', metadata,
+    sa.Column('id', sa.BigInteger().with_variant(sa.Integer, 'sqlite'),
+              primary_key=True, autoincrement=True),
+    sqlite_autoincrement=True, **_mysql)
+
+resource_classes = sa.Table(
+    'resource_classes', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('name', sa.String(255), nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('name'),
+    **_mysql)
+
+providers = sa.Table(
+    'providers', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.String(200), nullable=False),
+    sa.Column('generation', sa.BigInteger, nullable=False),
+    sa.Column('parent_provider_id', sa.Integer,
+              sa.ForeignKey('providers.id'), nullable=True),
+    sa.Column('root_provider_id', sa.Integer,
+              sa.ForeignKey('providers.id'), nullable=True),
+    *_timestamps(),
+    sa.UniqueConstraint('uuid'),
+    sa.UniqueConstraint('name'),
+    sa.Index(None, 'root_provider_id'),
+    sa.Index(None, 'parent_provider_id'),
+    **_mysql)
+
+inventories = sa.Table(
+    'inventories', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
+              nullable=False),
+    sa.Column('resource_class_id', sa.Integer,
+              sa.ForeignKey('resource_classes.id'), nullable=False),
+    sa.Column('total', sa.BigInteger, nullable=False),
+    sa.Column('reserved', sa.BigInteger, nullable=False),
+    sa.Column('min_unit', sa.BigInteger, nullable=False),
+    sa.Column('max_unit', sa.BigInteger, nullable=False),
+    sa.Column('step_size', sa.BigInteger, nullable=False),
+    sa.Column('allocation_ratio', sa.Float, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('provider_id', 'resource_class_id'),
+    **_mysql)
+
+consumers = sa.Table(
+    'consumers', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('user_id', sa.String(255), nullable=False),
+    sa.Column('consumer_type', sa.String(255), nullable=False),
+    sa.Column('generation', sa.BigInteger, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('uuid'),
+    sa.Index(None, 'project_id', 'id'),
+    **_mysql)
+
+allocations = sa.Table(
+    'allocations', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('consumer_id', sa.Integer, sa.ForeignKey('consumers.id'),
+              nullable=False),
+    sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
+              nullable=False),
+    sa.Column('resource_class_id', sa.Integer,
+              sa.ForeignKey('resource_classes.id'), nullable=False),
+    sa.Column('used', sa.BigInteger, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('consumer_id', 'provider_id', 'resource_class_id'),
+    sa.Index(None, 'provider_id', 'resource_class_id', 'used'),
+    **_mysql)
+
+events = sa.Table(
+    'events', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('consumer_uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.String(255), nullable=False),
+    # '' rather than NULL for an untagged event keeps the unique key simple.
+    sa.Column('tag', sa.String(255), nullable=False),
+    sa.Column('status', sa.String(16), nullable=False),
+    sa.Column('received_at', _PRECISE_TIME, nullable=False),
+    sa.UniqueConstraint('consumer_uuid', 'name', 'tag', 'status'),
+    sa.Index(None, 'received_at'),
+    **_mysql)

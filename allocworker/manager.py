@@ -1,0 +1,72 @@
+"""The RPC endpoint: unpack a call, hand it to the service layer, answer
+with the envelope of design §3. No rule lives here."""
+
+import inspect
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from allocworker import allocations
+from allocworker import codes
+from allocworker import providers
+
+LOG = logging.getLogger(__name__)
+
+
+def _answer(context, service_call, kwargs):
+    request_id = getattr(context, 'request_id', None)
+    try:
+        try:
+            bound = inspect.signature(service_call).bind(context, **kwargs)
+        except TypeError as exc:
+            raise codes.Fault(codes.INVALID_REQUEST,
+                              'bad arguments: %s' % exc)
+        items = service_call(*bound.args, **bound.kwargs)
+    except codes.Fault as fault:
+        return codes.request_error(request_id, fault)
+    except Exception:
+        LOG.exception('%s failed unexpectedly (request %s)',
+                      service_call.__name__, request_id)
+        return codes.request_error(request_id, codes.Fault(
+            codes.INTERNAL_ERROR, 'unexpected error; the worker log has '
+            'request %s' % request_id))
+    return codes.envelope(request_id, items)
+
+
+class Manager(object):
+    """allocworker RPC API, version 1.0 (history in rpcapi.py)."""
+
+    target = messaging.Target(version='1.0')
+
+    def allocate(self, context, **kwargs):
+        return _answer(context, allocations.allocate, kwargs)
+
+    def get_allocations(self, context, **kwargs):
+        return _answer(context, allocations.get_allocations, kwargs)
+
+    def list_allocations(self, context, **kwargs):
+        return _answer(context, allocations.list_allocations, kwargs)
+
+    def list_consumers(self, context, **kwargs):
+        return _answer(context, allocations.list_consumers, kwargs)
+
+    def create_provider(self, context, **kwargs):
+        return _answer(context, providers.create_provider, kwargs)
+
+    def delete_provider(self, context, **kwargs):
+        return _answer(context, providers.delete_provider, kwargs)
+
+    def get_providers(self, context, **kwargs):
+        return _answer(context, providers.get_providers, kwargs)
+
+    def set_inventories(self, context, **kwargs):
+        return _answer(context, providers.set_inventories, kwargs)
+
+    def get_usages(self, context, **kwargs):
+        return _answer(context, providers.get_usages, kwargs)
+
+    def create_resource_class(self, context, **kwargs):
+        return _answer(context, providers.create_resource_class, kwargs)
+
+    def list_resource_classes(self, context, **kwargs):
+        return _answer(context, providers.list_resource_classes, kwargs)

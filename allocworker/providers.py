@@ -1,0 +1,311 @@
+"""Rules for providers, inventories, resource classes and usages.
+
+The service layer: the RPC manager, the CLI and the REST shim all call
+these functions. Each returns a list of result items (dicts) or raises
+``codes.Fault`` when the request fails as a whole.
+"""
+
+from oslo_db import exception as db_exc
+
+from allocworker import capacity
+from allocworker import codes
+from allocworker import retry
+from allocworker import validation
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db import providers as db_providers
+from allocworker.db import resource_classes as db_classes
+
+INVENTORY_FIELDS = ('total',) + tuple(capacity.DEFAULTS)
+
+
+def provider_item(provider, **extra):
+    item = {'uuid': provider.uuid, 'name': provider.name,
+            'generation': provider.generation,
+            'parent_uuid': provider.parent_uuid,
+            'root_uuid': provider.root_uuid}
+    item.update(extra)
+    item['status'] = 200
+    return item
+
+
+def inventory_dict(inventory):
+    return inventory._asdict()
+
+
+# -- providers -----------------------------------------------------------
+
+def _one(identity, fn, *args):
+    """A call about one object answers with exactly one item."""
+    try:
+        return [fn(*args)]
+    except codes.Fault as fault:
+        return [fault.item(**identity)]
+
+
+def _echo(value):
+    return value if isinstance(value, str) else None
+
+
+def create_provider(context, uuid, name, parent_uuid=None):
+    return _one({'uuid': _echo(uuid)}, _create_provider, uuid, name,
+                parent_uuid)
+
+
+def _create_provider(uuid, name, parent_uuid):
+    uuid = validation.uuid(uuid, 'uuid')
+    name = validation.string(name, 'name', max_length=200)
+    parent_uuid = validation.optional_uuid(parent_uuid, 'parent_uuid')
+    if parent_uuid == uuid:
+        raise validation.invalid('parent_uuid must not be the provider itself')
+    retry.write(_insert_provider, uuid, name, parent_uuid)
+    with db.reader() as conn:
+        return provider_item(db_providers.get(conn, uuid))
+
+
+def _insert_provider(uuid, name, parent_uuid):
+    with db.writer() as (conn, generation):
+        parent = None
+        if parent_uuid is not None:
+            # Locking the parent keeps it from being deleted under us.
+            parent = db_providers.lock_by_uuid(conn, parent_uuid)
+            if parent is None:
+                raise codes.Fault(codes.PROVIDER_NOT_IN_BODY,
+                                  'parent_uuid %s: no such provider'
+                                  % parent_uuid)
+        try:
+            db_providers.create(
+                conn, uuid, name, generation,
+                parent_id=parent and parent.id,
+                root_id=parent and parent.root_provider_id)
+        except db_exc.DBDuplicateEntry:
+            raise codes.Fault(codes.PROVIDER_EXISTS,
+                              'a provider with uuid %s or name %r already '
+                              'exists' % (uuid, name))
+
+
+def delete_provider(context, uuid):
+    return _one({'uuid': _echo(uuid)}, _delete_provider, uuid)
+
+
+def _delete_provider(uuid):
+    uuid = validation.uuid(uuid, 'uuid')
+    retry.write(_remove_provider, uuid)
+    return {'uuid': uuid, 'status': 200}
+
+
+def _remove_provider(uuid):
+    with db.writer() as (conn, _generation):
+        row = db_providers.lock_by_uuid(conn, uuid)
+        if row is None:
+            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                              'provider %s does not exist' % uuid)
+        if db_providers.has_children(conn, row.id):
+            raise codes.Fault(codes.PROVIDER_IN_USE,
+                              'provider %s has child providers' % uuid)
+        if db_providers.has_allocations(conn, row.id):
+            raise codes.Fault(codes.PROVIDER_IN_USE,
+                              'provider %s has allocations' % uuid)
+        db_providers.delete(conn, row.id)
+
+
+def get_providers(context, uuids=None):
+    """One item per provider; 404 items for unknown uuids.
+
+    Without ``uuids`` it lists every provider.
+    """
+    if uuids is not None:
+        uuids = validation.uuid_list(uuids, 'uuids',
+                                     CONF.worker.max_batch_items)
+    wanted = _valid_uuids(uuids) if uuids is not None else None
+    with db.reader() as conn:
+        found = db_providers.describe(
+            conn, None if wanted is None else
+            [u for u in wanted if not isinstance(u, codes.Fault)])
+    by_uuid = {provider.uuid: (provider, classes)
+               for provider, classes in found}
+    if wanted is None:
+        return [_described_item(p, c) for p, c in found]
+    return [_lookup(by_uuid, raw, uuid, _described_item)
+            for raw, uuid in zip(uuids, wanted)]
+
+
+def _described_item(provider, classes):
+    return provider_item(provider, inventories={
+        name: inventory_dict(inv) for name, (inv, _used) in classes.items()})
+
+
+def _valid_uuids(uuids):
+    """Each entry canonicalised, or the Fault it raises, kept in order."""
+    result = []
+    for i, raw in enumerate(uuids):
+        try:
+            result.append(validation.uuid(raw, 'uuids[%d]' % i))
+        except codes.Fault as fault:
+            result.append(fault)
+    return result
+
+
+def _lookup(by_uuid, raw, uuid, build, key='uuid'):
+    if isinstance(uuid, codes.Fault):
+        return uuid.item(**{key: raw if isinstance(raw, str) else None})
+    if uuid not in by_uuid:
+        return codes.Fault(codes.PROVIDER_NOT_FOUND,
+                           'provider %s does not exist' % uuid
+                           ).item(**{key: uuid})
+    return build(*by_uuid[uuid])
+
+
+# -- inventories ---------------------------------------------------------
+
+def parse_inventories(inventories):
+    """{class: Inventory} with defaults filled in, or Fault 400."""
+    validation.mapping(inventories, 'inventories')
+    parsed = {}
+    for name, fields in inventories.items():
+        validation.resource_class(name, 'inventories key')
+        where = 'inventories.%s' % name
+        validation.mapping(fields, where)
+        validation.only_keys(fields, where, INVENTORY_FIELDS)
+        values = dict(capacity.DEFAULTS)
+        values.update(fields)
+        values['total'] = validation.required(fields, where, 'total')
+        for field in ('total', 'min_unit', 'max_unit', 'step_size'):
+            validation.integer(values[field], '%s.%s' % (where, field),
+                               minimum=1)
+        validation.integer(values['reserved'], where + '.reserved',
+                           minimum=0)
+        values['allocation_ratio'] = validation.positive_number(
+            values['allocation_ratio'], where + '.allocation_ratio')
+        if values['reserved'] > values['total']:
+            raise validation.invalid('%s.reserved (%d) exceeds total (%d)'
+                                     % (where, values['reserved'],
+                                        values['total']))
+        if values['min_unit'] > values['max_unit']:
+            raise validation.invalid('%s.min_unit (%d) exceeds max_unit (%d)'
+                                     % (where, values['min_unit'],
+                                        values['max_unit']))
+        parsed[name] = capacity.Inventory(**values)
+    return parsed
+
+
+def set_inventories(context, provider_uuid, provider_generation, inventories,
+                    force=False):
+    return _one({'uuid': _echo(provider_uuid)}, _set_inventories,
+                provider_uuid, provider_generation, inventories, force)
+
+
+def _set_inventories(provider_uuid, provider_generation, inventories, force):
+    provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
+    validation.integer(provider_generation, 'provider_generation',
+                       minimum=0, maximum=None)
+    parsed = parse_inventories(inventories)
+    validation.boolean(force, 'force')
+    generation = retry.write(_replace_inventories, provider_uuid,
+                             provider_generation, parsed, force)
+    return {'uuid': provider_uuid, 'generation': generation,
+            'inventories': {n: inventory_dict(i) for n, i in parsed.items()},
+            'status': 200}
+
+
+def _replace_inventories(provider_uuid, expected_generation, parsed, force):
+    with db.writer() as (conn, generation):
+        row = db_providers.lock_by_uuid(conn, provider_uuid)
+        if row is None:
+            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                              'provider %s does not exist' % provider_uuid)
+        if row.generation != expected_generation:
+            raise codes.Fault(
+                codes.PROVIDER_GENERATION_CONFLICT,
+                'provider %s is at generation %d, not %d'
+                % (provider_uuid, row.generation, expected_generation),
+                generation=row.generation)
+        class_ids = db_classes.ids_by_name(conn, parsed)
+        for name in parsed:
+            if name not in class_ids:
+                raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
+                                  'inventories: no resource class %s' % name)
+        used = {name: amount for (_pid, name), amount in
+                db_providers.usages(conn, [row.id]).items()}
+        check_inventory_change(provider_uuid, parsed, used, force)
+        db_providers.replace_inventories(
+            conn, row.id, {class_ids[n]: inv for n, inv in parsed.items()})
+        if not db_providers.bump_generation(conn, row.id, row.generation,
+                                            generation):
+            raise db.ConcurrentUpdate(provider_uuid)
+        return generation
+
+
+def check_inventory_change(provider_uuid, parsed, used, force):
+    """Refuse to drop a class still in use, or (without force) to shrink
+    capacity below what is allocated."""
+    for name, amount in sorted(used.items()):
+        if not amount:
+            continue
+        if name not in parsed:
+            raise codes.Fault(
+                codes.INVENTORY_IN_USE,
+                'inventories: %s on provider %s has %d allocated and '
+                'cannot be removed' % (name, provider_uuid, amount))
+        if not force and not capacity.fits(parsed[name], amount):
+            raise codes.Fault(
+                codes.INVENTORY_IN_USE,
+                'inventories.%s: capacity %g would be below the %d '
+                'allocated on provider %s (pass force=True when the '
+                'resource really shrank)'
+                % (name, capacity.capacity(parsed[name]), amount,
+                   provider_uuid))
+
+
+# -- usages --------------------------------------------------------------
+
+def get_usages(context, provider_uuids):
+    provider_uuids = validation.uuid_list(provider_uuids, 'provider_uuids',
+                                          CONF.worker.max_batch_items)
+    wanted = _valid_uuids(provider_uuids)
+    with db.reader() as conn:
+        found = db_providers.describe(
+            conn, [u for u in wanted if not isinstance(u, codes.Fault)])
+    by_uuid = {p.uuid: (p, c) for p, c in found}
+    return [_lookup(by_uuid, raw, uuid, _usage_item, key='provider_uuid')
+            for raw, uuid in zip(provider_uuids, wanted)]
+
+
+def _usage_item(provider, classes):
+    return {'provider_uuid': provider.uuid, 'generation': provider.generation,
+            'usages': {name: used for name, (_inv, used) in classes.items()},
+            'status': 200}
+
+
+def describe_usage(uuids=None):
+    """Per provider and class: used and capacity (for operators' views)."""
+    with db.reader() as conn:
+        found = db_providers.describe(conn, uuids)
+    return [{'provider_uuid': p.uuid, 'name': p.name, 'resource_class': name,
+             'used': used, 'capacity': capacity.capacity(inv),
+             'total': inv.total, 'reserved': inv.reserved}
+            for p, classes in found for name, (inv, used) in classes.items()]
+
+
+# -- resource classes ----------------------------------------------------
+
+def create_resource_class(context, name):
+    """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
+    return _one({'name': _echo(name)}, _create_resource_class, name)
+
+
+def _create_resource_class(name):
+    name = validation.custom_resource_class(name)
+    created = retry.write(_insert_resource_class, name)
+    return {'name': name, 'created': created, 'status': 200}
+
+
+def _insert_resource_class(name):
+    with db.writer() as (conn, _generation):
+        return db_classes.create(conn, name)
+
+
+def list_resource_classes(context):
+    with db.reader() as conn:
+        return [{'name': name, 'status': 200}
+                for name in db_classes.names(conn)]

@@ -1,0 +1,32 @@
+"""Retrying writes that lost a race to a concurrent writer.
+
+Each attempt runs a whole write transaction afresh (the callable opens it),
+so no attempt ever re-reads a stale snapshot. Only exhaustion reaches the
+caller, as 409 provider.concurrent_update.
+"""
+
+from oslo_db import exception as db_exc
+import tenacity
+
+from allocworker import codes
+from allocworker.conf import CONF
+from allocworker.db import api as db_api
+
+RACES = (db_api.ConcurrentUpdate, db_exc.DBDeadlock, db_exc.DBDuplicateEntry)
+
+
+def write(fn, *args, **kwargs):
+    """Run ``fn(*args, **kwargs)`` until it commits without losing a race."""
+    retrying = tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(RACES),
+        stop=tenacity.stop_after_attempt(CONF.worker.retry_attempts),
+        wait=tenacity.wait_random(0, CONF.worker.retry_max_wait),
+        reraise=True)
+    try:
+        return retrying(fn, *args, **kwargs)
+    except RACES as exc:
+        raise codes.Fault(
+            codes.PROVIDER_CONCURRENT_UPDATE,
+            'concurrent writers kept changing the same providers or '
+            'consumers; gave up after %d attempts (%s)'
+            % (CONF.worker.retry_attempts, type(exc).__name__))

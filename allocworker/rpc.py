@@ -1,0 +1,69 @@
+"""Transport, context serialization and server set-up for oslo.messaging.
+
+Contexts travel as the dicts ``oslo_context.RequestContext.to_dict()``
+makes; a worker rebuilds a RequestContext from whatever dict arrives
+(unknown keys ignored, missing ones defaulted, a request id made up when
+the caller sent none).
+
+The exchange is oslo.messaging's default (``[DEFAULT] control_exchange``,
+"openstack"): the design names only the topic, so a client that knows only
+the design must reach the worker without setting an exchange.
+"""
+
+from oslo_context import context as oslo_context
+import oslo_messaging as messaging
+
+from allocworker.conf import CONF
+
+_transport = None
+
+
+def get_transport(conf=CONF):
+    """This process's RPC transport (one per process, made after fork)."""
+    global _transport
+    if _transport is None:
+        _transport = messaging.get_rpc_transport(conf)
+    return _transport
+
+
+def cleanup():
+    global _transport
+    if _transport is not None:
+        _transport.cleanup()
+        _transport = None
+
+
+def make_context(values):
+    if isinstance(values, oslo_context.RequestContext):
+        return values
+    if not isinstance(values, dict):
+        values = {}
+    return oslo_context.RequestContext.from_dict(values)
+
+
+class ContextSerializer(messaging.NoOpSerializer):
+    """Contexts as plain dicts on the wire, RequestContexts in code."""
+
+    def serialize_context(self, context):
+        if isinstance(context, oslo_context.RequestContext):
+            return context.to_dict()
+        return dict(context or {})
+
+    def deserialize_context(self, context):
+        return make_context(context)
+
+
+def get_server(endpoints, topic, server_name):
+    target = messaging.Target(topic=topic, server=server_name)
+    return messaging.get_rpc_server(
+        get_transport(), target, endpoints,
+        serializer=ContextSerializer(),
+        access_policy=messaging.DefaultRPCAccessPolicy)
+
+
+def get_client(topic, version, version_cap=None, timeout=None,
+               transport=None):
+    target = messaging.Target(topic=topic, version=version)
+    return messaging.get_rpc_client(
+        transport or get_transport(), target, version_cap=version_cap,
+        serializer=ContextSerializer(), timeout=timeout)

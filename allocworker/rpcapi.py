@@ -1,0 +1,98 @@
+"""Client side of the allocworker RPC API: import this to call the worker.
+
+API version history:
+
+    * 1.0 - Initial version: allocate, get_allocations, list_allocations,
+            list_consumers, create_provider, delete_provider, get_providers,
+            set_inventories, get_usages, create_resource_class,
+            list_resource_classes.
+
+Every method answers with the envelope of design §3:
+``{"status", "request_id", "items": [...]}``. Only infrastructure failures
+raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
+
+``context`` is an ``oslo_context.RequestContext`` or the dict its
+``to_dict()`` makes. During a rolling upgrade set
+``[upgrade_levels] allocworker`` to the oldest worker's version (or a
+release alias below) so clients never send what old workers cannot take.
+"""
+
+from allocworker.conf import CONF
+from allocworker import rpc
+
+VERSION = '1.0'
+
+# Release names operators may put in [upgrade_levels] allocworker.
+VERSION_ALIASES = {
+    '2026.2': '1.0',
+}
+
+
+class AllocWorkerAPI(object):
+    """One client per process is enough; it is safe to share across threads.
+
+    ``timeout`` (seconds) overrides ``[DEFAULT] rpc_response_timeout`` for
+    every call of this client; each method also takes its own ``timeout``.
+    """
+
+    def __init__(self, transport=None, timeout=None, topic=None):
+        cap = CONF.upgrade_levels.allocworker
+        cap = VERSION_ALIASES.get(cap, cap)
+        self.client = rpc.get_client(topic or CONF.worker.topic, VERSION,
+                                     version_cap=cap, timeout=timeout,
+                                     transport=transport)
+
+    def _call(self, context, method, version='1.0', timeout=None, **kwargs):
+        cctxt = self.client.prepare(version=version, timeout=timeout)
+        return cctxt.call(context, method, **kwargs)
+
+    # 1.0
+
+    def allocate(self, context, items, atomic=False, timeout=None):
+        return self._call(context, 'allocate', items=items, atomic=atomic,
+                          timeout=timeout)
+
+    def get_allocations(self, context, consumer_uuids, timeout=None):
+        return self._call(context, 'get_allocations',
+                          consumer_uuids=consumer_uuids, timeout=timeout)
+
+    def list_allocations(self, context, provider_uuid, timeout=None):
+        return self._call(context, 'list_allocations',
+                          provider_uuid=provider_uuid, timeout=timeout)
+
+    def list_consumers(self, context, project_id=None, limit=1000,
+                       marker=None, timeout=None):
+        return self._call(context, 'list_consumers', project_id=project_id,
+                          limit=limit, marker=marker, timeout=timeout)
+
+    def create_provider(self, context, uuid, name, parent_uuid=None,
+                        timeout=None):
+        return self._call(context, 'create_provider', uuid=uuid, name=name,
+                          parent_uuid=parent_uuid, timeout=timeout)
+
+    def delete_provider(self, context, uuid, timeout=None):
+        return self._call(context, 'delete_provider', uuid=uuid,
+                          timeout=timeout)
+
+    def get_providers(self, context, uuids=None, timeout=None):
+        return self._call(context, 'get_providers', uuids=uuids,
+                          timeout=timeout)
+
+    def set_inventories(self, context, provider_uuid, provider_generation,
+                        inventories, force=False, timeout=None):
+        return self._call(context, 'set_inventories',
+                          provider_uuid=provider_uuid,
+                          provider_generation=provider_generation,
+                          inventories=inventories, force=force,
+                          timeout=timeout)
+
+    def get_usages(self, context, provider_uuids, timeout=None):
+        return self._call(context, 'get_usages',
+                          provider_uuids=provider_uuids, timeout=timeout)
+
+    def create_resource_class(self, context, name, timeout=None):
+        return self._call(context, 'create_resource_class', name=name,
+                          timeout=timeout)
+
+    def list_resource_classes(self, context, timeout=None):
+        return self._call(context, 'list_resource_classes', timeout=timeout)

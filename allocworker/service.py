@@ -1,0 +1,125 @@
+"""Worker processes: a parent that supervises ``[worker] workers``
+children, each running one RPC server on the topic.
+
+SIGTERM (or SIGINT) to the parent is passed to every child; a child stops
+taking calls, lets those in flight finish (up to ``[worker]
+shutdown_timeout``), and exits 0; the parent exits 0 once all have. A child
+that dies for any other reason is replaced.
+"""
+
+import os
+import signal
+import socket
+import threading
+import time
+
+from oslo_log import log as logging
+
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker import manager
+from allocworker import rpc
+
+LOG = logging.getLogger(__name__)
+
+
+def serve():
+    """Run the worker processes until told to stop; returns the exit code."""
+    children = {}
+    stopping = threading.Event()
+
+    def on_signal(signum, _frame):
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    LOG.info('starting %d worker process(es) on topic %s',
+             CONF.worker.workers, CONF.worker.topic)
+    for index in range(CONF.worker.workers):
+        _spawn(children, index)
+    while not stopping.is_set():
+        pid, status = _reap()
+        if pid and pid in children and not stopping.is_set():
+            index = children.pop(pid)
+            LOG.warning('worker process %d (pid %d) died with status %s; '
+                        'starting a new one', index, pid, status)
+            time.sleep(0.5)
+            _spawn(children, index)
+        elif not pid:
+            stopping.wait(0.2)
+    LOG.info('stopping %d worker process(es)', len(children))
+    for pid in children:
+        _kill(pid, signal.SIGTERM)
+    failed = 0
+    while children:
+        pid, status = os.wait()
+        if children.pop(pid, None) is not None and status != 0:
+            failed += 1
+    return 1 if failed else 0
+
+
+def _reap():
+    try:
+        return os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return 0, 0
+
+
+def _kill(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _spawn(children, index):
+    pid = os.fork()
+    if pid:
+        children[pid] = index
+        return
+    code = 1
+    try:
+        code = _child(index)
+    except BaseException:
+        LOG.exception('worker process %d crashed', index)
+    finally:
+        logging_flush()
+        os._exit(code)
+
+
+def logging_flush():
+    for handler in logging.getLogger().logger.handlers:
+        try:
+            handler.flush()
+        except Exception:
+            pass
+
+
+def _child(index):
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    db.configure(CONF)
+    name = '%s.%d.%d' % (socket.gethostname(), index, os.getpid())
+    server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
+    server.start()
+    LOG.info('worker process %d (pid %d) serving topic %s',
+             index, os.getpid(), CONF.worker.topic)
+    while not stopping.wait(1):
+        pass
+    LOG.info('worker process %d stopping: finishing calls in flight', index)
+    watchdog = threading.Timer(CONF.worker.shutdown_timeout, _give_up)
+    watchdog.daemon = True
+    watchdog.start()
+    server.stop()
+    server.wait()
+    rpc.cleanup()
+    LOG.info('worker process %d stopped', index)
+    return 0
+
+
+def _give_up():
+    LOG.error('calls still in flight after %ds; exiting anyway',
+              CONF.worker.shutdown_timeout)
+    logging_flush()
+    os._exit(1)

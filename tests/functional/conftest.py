@@ -1,0 +1,76 @@
+"""Fixtures: one fresh database and one running worker per backend and
+test module, shared by that module's tests (which use fresh uuids)."""
+
+import uuid
+
+import pytest
+
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from tests.functional import services
+
+
+def pytest_generate_tests(metafunc):
+    if 'backend' in metafunc.fixturenames:
+        metafunc.parametrize('backend', services.BACKENDS, scope='module')
+
+
+@pytest.fixture(scope='module')
+def scratch(tmp_path_factory):
+    return str(tmp_path_factory.mktemp('aw'))
+
+
+@pytest.fixture(scope='module')
+def database(backend, scratch):
+    """A synced database URL on ``backend`` (via allocworker-manage)."""
+    with services.fresh_database(backend, scratch) as url:
+        config = services.write_config('%s/sync.conf' % scratch, url,
+                                       'unused')
+        services.manage(config, 'db', 'sync')
+        yield url
+
+
+@pytest.fixture(scope='module')
+def service_layer(database):
+    """This process configured to call the service layer directly."""
+    CONF.set_override('connection', database, 'database')
+    db.configure(CONF)
+    yield
+    CONF.clear_override('connection', 'database')
+
+
+@pytest.fixture(scope='module')
+def worker_count():
+    return 3
+
+
+@pytest.fixture(scope='module')
+def topic():
+    return 'aw-test-%s' % uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope='module')
+def rpc(database, scratch, topic, worker_count):
+    """A bare oslo.messaging client and the worker processes it talks to."""
+    config = services.write_config('%s/worker.conf' % scratch, database,
+                                   topic, workers=worker_count)
+    client = services.BareClient(topic)
+    worker = services.Worker(config).start(client)
+    client.worker = worker
+    yield client
+    assert worker.stop() == 0
+
+
+@pytest.fixture
+def ids():
+    return _Ids()
+
+
+class _Ids(object):
+    """Fresh uuids and names per test, so tests sharing a database never
+    see each other's objects."""
+
+    def __getattr__(self, name):
+        value = str(uuid.uuid4())
+        setattr(self, name, value)
+        return value
