@@ -68,7 +68,8 @@ def ids():
 
 class _Ids(object):
     """Fresh uuids and names per test, so tests sharing a database never
-    see each other's objects."""
+    see each other's objects. Not thread-safe: take a name's uuid before
+    handing it to threads."""
 
     def __getattr__(self, name):
         value = str(uuid.uuid4())
