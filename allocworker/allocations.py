@@ -159,10 +159,7 @@ def _guarded(context, requests):
     except Exception:
         request_id = getattr(context, 'request_id', None)
         LOG.exception('allocate failed unexpectedly (request %s)', request_id)
-        fault = codes.Fault(codes.INTERNAL_ERROR,
-                            'unexpected error, nothing was written; the '
-                            'worker log has request %s' % request_id)
-        return {r.index: fault for r in requests}
+        return {r.index: codes.unexpected(request_id) for r in requests}
 
 
 def _write(requests):

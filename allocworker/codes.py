@@ -55,6 +55,12 @@ class Fault(Exception):
         return result
 
 
+def unexpected(request_id):
+    """The fault of an item that failed for a reason nobody foresaw."""
+    return Fault(INTERNAL_ERROR, 'unexpected error, nothing was written; '
+                 'the worker log has request %s' % request_id)
+
+
 def envelope(request_id, items):
     """The answer to a call: 200 when every item is 200, else 207."""
     status = 200 if all(i['status'] == 200 for i in items) else 207

@@ -27,9 +27,7 @@ def _answer(context, service_call, kwargs):
     except Exception:
         LOG.exception('%s failed unexpectedly (request %s)',
                       service_call.__name__, request_id)
-        return codes.request_error(request_id, codes.Fault(
-            codes.INTERNAL_ERROR, 'unexpected error; the worker log has '
-            'request %s' % request_id))
+        return codes.request_error(request_id, codes.unexpected(request_id))
     return codes.envelope(request_id, items)
 
 

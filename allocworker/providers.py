@@ -6,6 +6,7 @@ these functions. Each returns a list of result items (dicts) or raises
 """
 
 from oslo_db import exception as db_exc
+from oslo_log import log as logging
 
 from allocworker import capacity
 from allocworker import codes
@@ -15,6 +16,8 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
+
+LOG = logging.getLogger(__name__)
 
 INVENTORY_FIELDS = ('total',) + tuple(capacity.DEFAULTS)
 
@@ -35,12 +38,17 @@ def inventory_dict(inventory):
 
 # -- providers -----------------------------------------------------------
 
-def _one(identity, fn, *args):
+def _one(context, identity, fn, *args):
     """A call about one object answers with exactly one item."""
     try:
         return [fn(*args)]
     except codes.Fault as fault:
         return [fault.item(**identity)]
+    except Exception:
+        request_id = getattr(context, 'request_id', None)
+        LOG.exception('%s failed unexpectedly (request %s)', fn.__name__,
+                      request_id)
+        return [codes.unexpected(request_id).item(**identity)]
 
 
 def _echo(value):
@@ -48,7 +56,7 @@ def _echo(value):
 
 
 def create_provider(context, uuid, name, parent_uuid=None):
-    return _one({'uuid': _echo(uuid)}, _create_provider, uuid, name,
+    return _one(context, {'uuid': _echo(uuid)}, _create_provider, uuid, name,
                 parent_uuid)
 
 
@@ -85,7 +93,7 @@ def _insert_provider(uuid, name, parent_uuid):
 
 
 def delete_provider(context, uuid):
-    return _one({'uuid': _echo(uuid)}, _delete_provider, uuid)
+    return _one(context, {'uuid': _echo(uuid)}, _delete_provider, uuid)
 
 
 def _delete_provider(uuid):
@@ -191,7 +199,7 @@ def parse_inventories(inventories):
 
 def set_inventories(context, provider_uuid, provider_generation, inventories,
                     force=False):
-    return _one({'uuid': _echo(provider_uuid)}, _set_inventories,
+    return _one(context, {'uuid': _echo(provider_uuid)}, _set_inventories,
                 provider_uuid, provider_generation, inventories, force)
 
 
@@ -291,7 +299,7 @@ def describe_usage(uuids=None):
 
 def create_resource_class(context, name):
     """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
-    return _one({'name': _echo(name)}, _create_resource_class, name)
+    return _one(context, {'name': _echo(name)}, _create_resource_class, name)
 
 
 def _create_resource_class(name):

@@ -1,6 +1,7 @@
 """Entry points for oslo-config-generator."""
 
 from allocworker.conf import api
+from allocworker.conf import database
 from allocworker.conf import events
 from allocworker.conf import paths
 from allocworker.conf import upgrade_levels
@@ -17,4 +18,4 @@ def list_opts():
 
 def set_lib_defaults():
     """Show the embedded database default in the generated sample."""
-    import allocworker.conf  # noqa: F401  (registers our defaults)
+    database.set_defaults()

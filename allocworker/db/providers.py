@@ -90,6 +90,9 @@ def has_allocations(conn, provider_id):
 
 def delete(conn, provider_id):
     conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
+    # InnoDB refuses to delete a row whose foreign key points at itself.
+    conn.execute(sa.update(_p).where(_p.c.id == provider_id)
+                 .values(root_provider_id=None))
     conn.execute(sa.delete(_p).where(_p.c.id == provider_id))
 
 

@@ -12,7 +12,8 @@ from tests.functional import services
 
 def pytest_generate_tests(metafunc):
     if 'backend' in metafunc.fixturenames:
-        metafunc.parametrize('backend', services.BACKENDS, scope='module')
+        backends = getattr(metafunc.module, 'BACKENDS', services.BACKENDS)
+        metafunc.parametrize('backend', backends, scope='module')
 
 
 @pytest.fixture(scope='module')
