@@ -12,13 +12,17 @@ import collections
 
 from oslo_log import log as logging
 
+from oslo_utils import timeutils
+
 from allocworker import capacity
 from allocworker import codes
+from allocworker import notifications
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
+from allocworker.db import events as db_events
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 
@@ -113,12 +117,14 @@ def allocate(context, items, atomic=False):
     validation.batch(items, 'items', CONF.worker.max_batch_items)
     validation.boolean(atomic, 'atomic')
     parsed = _parse_batch(items)
+    changes = []
     if atomic:
-        results = _allocate_atomic(context, parsed)
+        results = _allocate_atomic(context, parsed, changes)
     else:
         results = [r if isinstance(r, codes.Fault)
-                   else _guarded(context, [r]).get(r.index)
+                   else _guarded(context, [r], changes)[r.index]
                    for r in parsed]
+    notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return [_result_item(items[i], result) for i, result in enumerate(results)]
 
 
@@ -128,12 +134,12 @@ def _result_item(raw, result):
     return result
 
 
-def _allocate_atomic(context, parsed):
+def _allocate_atomic(context, parsed, changes):
     requests = [r for r in parsed if isinstance(r, Request)]
     if len(requests) < len(parsed):
         return [r if isinstance(r, codes.Fault) else _aborted(r)
                 for r in parsed]
-    outcome = _guarded(context, requests)
+    outcome = _guarded(context, requests, changes)
     return [outcome[r.index] for r in requests]
 
 
@@ -143,14 +149,17 @@ def _aborted(request):
                        'back because of another item' % request.index)
 
 
-def _guarded(context, requests):
+def _guarded(context, requests, changes):
     """Write ``requests`` in one transaction; {index: item | Fault}.
 
     Whatever goes wrong, every request gets an answer and a failed
-    transaction writes nothing.
+    transaction writes nothing. The notification payloads of what was
+    committed are appended to ``changes``.
     """
     try:
-        return retry.write(_write, requests)
+        results, committed = retry.write(_write, requests)
+        changes.extend(committed)
+        return results
     except BatchFailed as failed:
         return {r.index: failed.faults.get(r.index) or _aborted(r)
                 for r in requests}
@@ -299,12 +308,13 @@ class _Plan(object):
         existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
                     for r in self.requests if r.consumer_uuid in self.consumers}
         db_allocations.delete_rows(conn, [c.id for c in existing.values()])
-        results, rows, emptied = {}, [], []
+        results, rows, emptied, created, changes = {}, [], [], [], []
         for r in self.requests:
             consumer = existing.get(r.consumer_uuid)
             if not r.allocations:
                 if consumer:
                     emptied.append(consumer.id)
+                    changes.append(_change(r, None, consumer.consumer_type))
                 results[r.index] = _success(r, None)
                 continue
             consumer_type = (r.consumer_type or
@@ -321,15 +331,28 @@ class _Plan(object):
                 consumer_id = db_allocations.create_consumer(
                     conn, r.consumer_uuid, r.project_id, r.user_id,
                     consumer_type, generation)
+                created.append(r.consumer_uuid)
             rows.extend((consumer_id, pid, self.class_ids[name], amount)
                         for (pid, name), amount in self._new_rows(r).items())
             results[r.index] = _success(r, generation)
+            changes.append(_change(r, generation, consumer_type))
         db_allocations.delete_consumers(conn, emptied)
         db_allocations.insert_rows(conn, rows)
+        # Events held for consumers that just appeared now count.
+        db_events.release_held(conn, created, timeutils.utcnow())
         for pid, seen in sorted(self.locked.items()):
             if not db_providers.bump_generation(conn, pid, seen, generation):
                 raise db.ConcurrentUpdate(self._uuid(pid))
-        return results
+        return results, changes
+
+
+def _change(request, generation, consumer_type):
+    """The allocation.changed notification payload of one request."""
+    return {'consumer_uuid': request.consumer_uuid,
+            'consumer_generation': generation,
+            'project_id': request.project_id, 'user_id': request.user_id,
+            'consumer_type': consumer_type,
+            'allocations': request.allocations}
 
 
 def _success(request, generation):

@@ -8,6 +8,7 @@ import oslo_messaging as messaging
 
 from allocworker import allocations
 from allocworker import codes
+from allocworker import events
 from allocworker import providers
 
 LOG = logging.getLogger(__name__)
@@ -32,9 +33,9 @@ def _answer(context, service_call, kwargs):
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.0 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.1 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.0')
+    target = messaging.Target(version='1.1')
 
     def allocate(self, context, **kwargs):
         return _answer(context, allocations.allocate, kwargs)
@@ -68,3 +69,11 @@ class Manager(object):
 
     def list_resource_classes(self, context, **kwargs):
         return _answer(context, providers.list_resource_classes, kwargs)
+
+    # 1.1
+
+    def external_event(self, context, **kwargs):
+        return _answer(context, events.external_event, kwargs)
+
+    def wait_for_events(self, context, **kwargs):
+        return _answer(context, events.wait_for_events, kwargs)

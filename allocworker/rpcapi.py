@@ -6,6 +6,7 @@ API version history:
             list_consumers, create_provider, delete_provider, get_providers,
             set_inventories, get_usages, create_resource_class,
             list_resource_classes.
+    * 1.1 - external_event (call or cast), wait_for_events.
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -20,7 +21,7 @@ release alias below) so clients never send what old workers cannot take.
 from allocworker.conf import CONF
 from allocworker import rpc
 
-VERSION = '1.0'
+VERSION = '1.1'
 
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
@@ -96,3 +97,20 @@ class AllocWorkerAPI(object):
 
     def list_resource_classes(self, context, timeout=None):
         return self._call(context, 'list_resource_classes', timeout=timeout)
+
+    # 1.1
+
+    def external_event(self, context, events, cast=False, timeout=None):
+        """Record events; with ``cast=True`` fire and forget (None)."""
+        cctxt = self.client.prepare(version='1.1', timeout=timeout)
+        if cast:
+            cctxt.cast(context, 'external_event', events=events)
+            return None
+        return cctxt.call(context, 'external_event', events=events)
+
+    def wait_for_events(self, context, consumer_uuid, names, timeout):
+        """Wait up to ``timeout`` seconds (the worker caps it below the RPC
+        timeout) for one event per name ('name' or 'name:tag')."""
+        return self._call(context, 'wait_for_events', version='1.1',
+                          consumer_uuid=consumer_uuid, names=names,
+                          timeout=timeout)

@@ -9,7 +9,6 @@ that dies for any other reason is replaced.
 
 import os
 import signal
-import socket
 import threading
 import time
 
@@ -17,7 +16,9 @@ from oslo_log import log as logging
 
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker import events
 from allocworker import manager
+from allocworker import notifications
 from allocworker import rpc
 
 LOG = logging.getLogger(__name__)
@@ -100,11 +101,15 @@ def _child(index):
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     db.configure(CONF)
-    name = '%s.%d.%d' % (socket.gethostname(), index, os.getpid())
+    notifications.reset()
+    name = '%s.%d' % (CONF.worker.host, index)
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     server.start()
     LOG.info('worker process %d (pid %d) serving topic %s',
              index, os.getpid(), CONF.worker.topic)
+    upkeep = threading.Thread(target=_upkeep, args=(stopping,),
+                              name='upkeep', daemon=True)
+    upkeep.start()
     while not stopping.wait(1):
         pass
     LOG.info('worker process %d stopping: finishing calls in flight', index)
@@ -116,6 +121,21 @@ def _child(index):
     rpc.cleanup()
     LOG.info('worker process %d stopped', index)
     return 0
+
+
+def _upkeep(stopping):
+    """Periodic housekeeping beside the RPC server, never in its way:
+    expire events and prune the generation counter. Every process runs it;
+    the statements are idempotent."""
+    while not stopping.wait(CONF.worker.upkeep_interval):
+        try:
+            removed = events.expire()
+            with db.writer() as (conn, _generation):
+                db.prune_generations(conn)
+            if removed:
+                LOG.info('expired %d event(s)', removed)
+        except Exception:
+            LOG.exception('upkeep failed; will try again')
 
 
 def _give_up():

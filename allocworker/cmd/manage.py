@@ -16,6 +16,7 @@ from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import migration
+from allocworker import events
 from allocworker import providers
 
 
@@ -182,6 +183,15 @@ def consumer_show():
           ['provider_uuid', 'resource_class', 'used'])
 
 
+EVENT_COLUMNS = ['received_at', 'consumer_uuid', 'name', 'tag',
+                 'event_status', 'held_until']
+
+
+def event_list():
+    args = CONF.command
+    _emit(events.list_events(args.consumer, args.limit), EVENT_COLUMNS)
+
+
 # -- the command tree ----------------------------------------------------
 
 def _add(subparsers, name, handler, help_text, args=()):
@@ -252,6 +262,11 @@ def add_command_parsers(subparsers):
           (['--marker'], dict())])
     _add(sub, 'show', consumer_show, "show a consumer's allocations",
          [(['uuid'], {})])
+
+    sub = _category(subparsers, 'event', 'external events')
+    _add(sub, 'list', event_list, 'list stored events, newest first',
+         [(['--consumer'], dict(help='only events of this consumer uuid')),
+          (['--limit'], dict(type=int, default=100))])
 
 
 command_opt = cfg.SubCommandOpt('command', title='Commands',

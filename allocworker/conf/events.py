@@ -19,6 +19,11 @@ events_opts = [
                help='Stored events older than this are removed.'),
     cfg.ListOpt('allowed_names', default=DEFAULT_NAMES,
                 help='Event names agents may send.'),
+    cfg.IntOpt('max_wait_seconds', default=50, min=1,
+               help='Longest wait_for_events call; a longer timeout is '
+                    'cut to this, and to 5 seconds below [DEFAULT] '
+                    'rpc_response_timeout, so a waiter always gets an '
+                    'answer before its RPC call times out.'),
 ]
 
 

@@ -1,3 +1,5 @@
+import socket
+
 from oslo_config import cfg
 
 worker_group = cfg.OptGroup(
@@ -7,6 +9,11 @@ worker_group = cfg.OptGroup(
 worker_opts = [
     cfg.StrOpt('topic', default='allocworker',
                help='RPC topic the worker serves and clients call.'),
+    cfg.StrOpt('host', default=socket.gethostname(),
+               sample_default='<hostname>',
+               help='Name of this host among the workers; worker process '
+                    'N serves the direct RPC target "HOST.N" besides the '
+                    'shared topic. Must be unique per worker command.'),
     cfg.IntOpt('workers', default=1, min=1,
                help='Number of worker processes; each runs its own RPC '
                     'server on the topic. All races are settled in the '
@@ -25,6 +32,9 @@ worker_opts = [
     cfg.FloatOpt('retry_max_wait', default=0.2, min=0,
                  help='Upper bound, in seconds, of the random back-off '
                       'between concurrent-update retries.'),
+    cfg.IntOpt('upkeep_interval', default=60, min=1,
+               help='Seconds between runs of the worker task that expires '
+                    'events and prunes old generation counter rows.'),
     cfg.IntOpt('shutdown_timeout', default=60, min=1,
                help='Seconds a worker process waits for in-flight calls '
                     'after SIGTERM before it exits anyway.'),

@@ -113,6 +113,10 @@ events = sa.Table(
     sa.Column('tag', sa.String(255), nullable=False),
     sa.Column('status', sa.String(16), nullable=False),
     sa.Column('received_at', _PRECISE_TIME, nullable=False),
+    # Set while the event waits for its consumer to appear; cleared when
+    # the consumer is created in time, expired by the worker otherwise.
+    sa.Column('held_until', _PRECISE_TIME, nullable=True),
     sa.UniqueConstraint('consumer_uuid', 'name', 'tag', 'status'),
     sa.Index(None, 'received_at'),
+    sa.Index(None, 'held_until'),
     **_mysql)

@@ -51,10 +51,12 @@ def topic():
 
 
 @pytest.fixture(scope='module')
-def rpc(database, scratch, topic, worker_count):
+def rpc(request, database, scratch, topic, worker_count):
     """A bare oslo.messaging client and the worker processes it talks to."""
-    config = services.write_config('%s/worker.conf' % scratch, database,
-                                   topic, workers=worker_count)
+    config = services.write_config(
+        '%s/worker.conf' % scratch, database, topic, workers=worker_count,
+        extra=getattr(request.module, 'WORKER_CONFIG', '').format(
+            topic=topic))
     client = services.BareClient(topic)
     worker = services.Worker(config).start(client)
     client.worker = worker

@@ -58,10 +58,10 @@ def write_config(path, db_url, topic, workers=1, extra=''):
                 'state_path = %s\n'
                 'log_file = %s\n'
                 '[database]\nconnection = %s\n'
-                '[worker]\ntopic = %s\nworkers = %d\n%s'
+                '[worker]\ntopic = %s\nworkers = %d\nhost = %s\n%s'
                 % (RABBIT_URL, os.path.dirname(path),
                    os.path.join(os.path.dirname(path), 'worker.log'),
-                   db_url, topic, workers, extra))
+                   db_url, topic, workers, topic, extra))
     return path
 
 
@@ -93,10 +93,16 @@ class BareClient(object):
                         'roles': ['admin'], 'project_id': 'test-project',
                         'user_id': 'test-user'}
 
-    def call(self, method, context=None, timeout=None, **kwargs):
-        client = self.client.prepare(timeout=timeout) if timeout \
-            else self.client
+    def call(self, method, context=None, rpc_timeout=None, server=None,
+             **kwargs):
+        """Call ``method``; ``server`` picks one worker process by name."""
+        options = {k: v for k, v in (('timeout', rpc_timeout),
+                                     ('server', server)) if v}
+        client = self.client.prepare(**options) if options else self.client
         return client.call(context or self.context, method, **kwargs)
+
+    def cast(self, method, **kwargs):
+        self.client.cast(self.context, method, **kwargs)
 
     def __getattr__(self, method):
         return lambda **kwargs: self.call(method, **kwargs)
@@ -121,7 +127,7 @@ class Worker(object):
                 raise AssertionError('worker exited: %s'
                                      % self.process.stderr.read())
             try:
-                client.call('list_resource_classes', timeout=2)
+                client.call('list_resource_classes', rpc_timeout=2)
                 return self
             except messaging.MessagingTimeout:
                 continue

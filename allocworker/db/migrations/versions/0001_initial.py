@@ -133,9 +133,11 @@ def upgrade():
         sa.Column('tag', sa.String(255), nullable=False),
         sa.Column('status', sa.String(16), nullable=False),
         sa.Column('received_at', PRECISE_TIME, nullable=False),
+        sa.Column('held_until', PRECISE_TIME, nullable=True),
         sa.PrimaryKeyConstraint('id', name='pk_events'),
         sa.UniqueConstraint(
             'consumer_uuid', 'name', 'tag', 'status',
             name='uq_events_consumer_uuid_name_tag_status'),
         sa.Index('ix_events_received_at', 'received_at'),
+        sa.Index('ix_events_held_until', 'held_until'),
         **MYSQL)

@@ -1,0 +1,77 @@
+"""Queries on stored events."""
+
+import collections
+
+import sqlalchemy as sa
+
+from allocworker.db import schema
+
+_e = schema.events
+_c = schema.consumers
+
+Event = collections.namedtuple(
+    'Event', ['consumer_uuid', 'name', 'tag', 'status', 'received_at',
+              'held_until'])
+
+_COLUMNS = [_e.c.consumer_uuid, _e.c.name, _e.c.tag, _e.c.status,
+            _e.c.received_at, _e.c.held_until]
+
+
+def existing_consumers(conn, uuids):
+    if not uuids:
+        return set()
+    rows = conn.execute(sa.select(_c.c.uuid)
+                        .where(_c.c.uuid.in_(sorted(set(uuids)))))
+    return {row.uuid for row in rows}
+
+
+def find(conn, keys):
+    """Stored events among ``keys`` [(consumer_uuid, name, tag, status)]."""
+    if not keys:
+        return set()
+    uuids = sorted({k[0] for k in keys})
+    rows = conn.execute(sa.select(_e.c.consumer_uuid, _e.c.name, _e.c.tag,
+                                  _e.c.status)
+                        .where(_e.c.consumer_uuid.in_(uuids)))
+    return {tuple(row) for row in rows} & set(keys)
+
+
+def insert(conn, events):
+    """events: [Event]."""
+    if events:
+        conn.execute(sa.insert(_e), [e._asdict() for e in events])
+
+
+def of_consumer(conn, consumer_uuid, now):
+    """The consumer's events that count as arrived at ``now``, oldest
+    first: every event not held, and held ones still in their window."""
+    query = (sa.select(*_COLUMNS)
+             .where(_e.c.consumer_uuid == consumer_uuid,
+                    sa.or_(_e.c.held_until.is_(None), _e.c.held_until > now))
+             .order_by(_e.c.received_at, _e.c.id))
+    return [Event(*row) for row in conn.execute(query)]
+
+
+def listing(conn, consumer_uuid=None, limit=1000):
+    query = sa.select(*_COLUMNS).order_by(_e.c.received_at.desc(),
+                                          _e.c.id.desc()).limit(limit)
+    if consumer_uuid is not None:
+        query = query.where(_e.c.consumer_uuid == consumer_uuid)
+    return [Event(*row) for row in conn.execute(query)]
+
+
+def release_held(conn, consumer_uuids, now):
+    """Consumers appeared: their events still in the hold window count
+    from now on, whatever happens to the window."""
+    if consumer_uuids:
+        conn.execute(sa.update(_e)
+                     .where(_e.c.consumer_uuid.in_(sorted(consumer_uuids)),
+                            _e.c.held_until >= now)
+                     .values(held_until=None))
+
+
+def expire(conn, now, retained_since):
+    """Delete held events past their window and events past retention."""
+    held = conn.execute(sa.delete(_e).where(_e.c.held_until < now))
+    old = conn.execute(sa.delete(_e).where(_e.c.received_at < retained_since))
+    return held.rowcount + old.rowcount

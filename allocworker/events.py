@@ -1,0 +1,220 @@
+"""Rules for external events: recording, holding, waiting, expiring.
+
+Events are stored, so their order against consumers and waiters never
+matters: an event for a consumer that does not exist yet is held for
+``[events] hold_seconds`` and counts as arrived if the consumer appears in
+that window; a waiter counts every event stored before it started.
+"""
+
+import datetime
+import time
+
+from oslo_utils import timeutils
+
+from allocworker import codes
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db import events as db_events
+from allocworker import notifications
+from allocworker import retry
+from allocworker import validation
+
+STATUSES = ('completed', 'failed', 'in-progress')
+EVENT_FIELDS = ('name', 'consumer_uuid', 'status', 'tag')
+POWER_TAGS = ('POWER_ON', 'POWER_OFF')
+# Names whose tag says what the event is about; without it the event is
+# meaningless.
+TAG_REQUIRED = {
+    'volume-extended': 'the volume id',
+    'power-update': 'POWER_ON or POWER_OFF',
+    'accelerator-request-bound': 'the accelerator request id',
+}
+POLL_SECONDS = 0.25
+
+
+# -- external_event ------------------------------------------------------
+
+def parse_event(raw, index):
+    """(consumer_uuid, name, tag, status) with tag '' for none."""
+    where = 'events[%d]' % index
+    validation.mapping(raw, where)
+    validation.only_keys(raw, where, EVENT_FIELDS)
+    name = validation.required(raw, where, 'name')
+    if name not in CONF.events.allowed_names:
+        raise validation.invalid('%s.name %r is not one of [events] '
+                                 'allowed_names' % (where, name))
+    uuid = validation.uuid(validation.required(raw, where, 'consumer_uuid'),
+                           where + '.consumer_uuid')
+    status = raw.get('status', 'completed')
+    if status not in STATUSES:
+        raise validation.invalid('%s.status must be one of %s, not %r'
+                                 % (where, ', '.join(STATUSES), status))
+    tag = raw.get('tag')
+    if tag is not None:
+        validation.string(tag, where + '.tag')
+    elif name in TAG_REQUIRED:
+        raise validation.invalid('%s.tag is required for %s (%s)'
+                                 % (where, name, TAG_REQUIRED[name]))
+    if name == 'power-update' and tag not in POWER_TAGS:
+        raise validation.invalid('%s.tag of power-update must be POWER_ON '
+                                 'or POWER_OFF, not %r' % (where, tag))
+    return uuid, name, tag or '', status
+
+
+def external_event(context, events):
+    validation.batch(events, 'events', CONF.worker.max_batch_items)
+    parsed = []
+    for index, raw in enumerate(events):
+        try:
+            parsed.append(parse_event(raw, index))
+        except codes.Fault as fault:
+            parsed.append(fault)
+    keys = [p for p in parsed if not isinstance(p, codes.Fault)]
+    existing, stored = retry.write(_record, keys) if keys else (set(), [])
+    notifications.emit(context, notifications.EVENT_RECEIVED,
+                       [_event_payload(e) for e in stored])
+    return [_event_item(raw, key, existing) for raw, key in
+            zip(events, parsed)]
+
+
+def _record(keys):
+    """Store the events not stored yet; (existing consumers, new Events)."""
+    with db.writer() as (conn, _generation):
+        now = timeutils.utcnow()
+        existing = db_events.existing_consumers(conn, [k[0] for k in keys])
+        known = db_events.find(conn, keys)
+        held_until = now + datetime.timedelta(
+            seconds=CONF.events.hold_seconds)
+        fresh = []
+        for key in dict.fromkeys(keys):  # a key twice in one call is one
+            if key not in known:
+                fresh.append(db_events.Event(
+                    *key, received_at=now,
+                    held_until=None if key[0] in existing else held_until))
+        db_events.insert(conn, fresh)
+        return existing, fresh
+
+
+def _event_item(raw, key, existing):
+    if isinstance(key, codes.Fault):
+        echo = raw if isinstance(raw, dict) else {}
+        item = key.item(**{f: echo.get(f) if isinstance(echo.get(f), str)
+                           else None for f in ('name', 'consumer_uuid',
+                                               'tag')})
+        status = echo.get('status', 'completed')
+        item['event_status'] = status if isinstance(status, str) else None
+        return item
+    uuid, name, tag, status = key
+    item = {'name': name, 'consumer_uuid': uuid, 'tag': tag or None,
+            'event_status': status}
+    if uuid in existing:
+        item['status'] = 200
+        return item
+    return codes.Fault(
+        codes.EVENT_HELD, 'consumer %s does not exist (yet); the event is '
+        'held for %d seconds and counts if the consumer appears'
+        % (uuid, CONF.events.hold_seconds)).item(**item)
+
+
+def _event_payload(event):
+    return {'name': event.name, 'consumer_uuid': event.consumer_uuid,
+            'tag': event.tag or None, 'event_status': event.status,
+            'received_at': _timestamp(event.received_at),
+            'held': event.held_until is not None}
+
+
+def _timestamp(moment):
+    return moment.replace(tzinfo=datetime.timezone.utc).isoformat()
+
+
+# -- wait_for_events -----------------------------------------------------
+
+def max_wait():
+    """Waits end before the caller's RPC call would time out."""
+    # rpc_response_timeout exists once oslo.messaging registered it.
+    rpc_timeout = getattr(CONF, 'rpc_response_timeout', 60)
+    return max(1, min(CONF.events.max_wait_seconds, rpc_timeout - 5))
+
+
+def parse_wanted(raw, index):
+    """'name' or 'name:tag' -> (name, tag or None)."""
+    where = 'names[%d]' % index
+    validation.string(raw, where, max_length=511)
+    name, _, tag = raw.partition(':')
+    if name not in CONF.events.allowed_names:
+        raise validation.invalid('%s: %r is not one of [events] '
+                                 'allowed_names' % (where, name))
+    return name, (tag or None)
+
+
+def wait_for_events(context, consumer_uuid, names, timeout):
+    consumer_uuid = validation.uuid(consumer_uuid, 'consumer_uuid')
+    validation.batch(names, 'names', CONF.worker.max_batch_items)
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+            or timeout < 0:
+        raise validation.invalid('timeout must be a number of seconds >= 0')
+    wanted = []
+    for index, raw in enumerate(names):
+        try:
+            wanted.append(parse_wanted(raw, index))
+        except codes.Fault as fault:
+            wanted.append(fault)
+    deadline = time.monotonic() + min(timeout, max_wait())
+    found = {}
+    while True:
+        _match(consumer_uuid, wanted, found)
+        pending = [w for w in wanted if not isinstance(w, codes.Fault)
+                   and w not in found]
+        remaining = deadline - time.monotonic()
+        if not pending or remaining <= 0:
+            break
+        time.sleep(min(POLL_SECONDS, remaining))
+    return [_wait_item(raw, want, found) for raw, want in zip(names, wanted)]
+
+
+def _match(consumer_uuid, wanted, found):
+    with db.reader() as conn:
+        arrived = db_events.of_consumer(conn, consumer_uuid,
+                                        timeutils.utcnow())
+    for event in arrived:  # oldest first: the newest match wins
+        for want in wanted:
+            if isinstance(want, codes.Fault):
+                continue
+            name, tag = want
+            if event.name == name and (tag is None or event.tag == tag):
+                found[want] = event
+
+
+def _wait_item(raw, want, found):
+    if isinstance(want, codes.Fault):
+        return want.item(name=raw if isinstance(raw, str) else None)
+    event = found.get(want)
+    if event is None:
+        return codes.Fault(codes.EVENT_TIMEOUT,
+                           'no %s event arrived in time' % raw
+                           ).item(name=raw)
+    return {'name': raw, 'status': 200, 'event': {
+        'name': event.name, 'consumer_uuid': event.consumer_uuid,
+        'tag': event.tag or None, 'event_status': event.status,
+        'received_at': _timestamp(event.received_at)}}
+
+
+# -- upkeep --------------------------------------------------------------
+
+def expire():
+    """Remove held events past their window and all past retention."""
+    now = timeutils.utcnow()
+    retained_since = now - datetime.timedelta(
+        seconds=CONF.events.retention_seconds)
+    with db.writer() as (conn, _generation):
+        return db_events.expire(conn, now, retained_since)
+
+
+def list_events(consumer_uuid=None, limit=1000):
+    """Stored events, newest first (for operators)."""
+    if consumer_uuid is not None:
+        consumer_uuid = validation.uuid(consumer_uuid, 'consumer')
+    with db.reader() as conn:
+        rows = db_events.listing(conn, consumer_uuid, limit)
+    return [dict(_event_payload(e), held_until=e.held_until and
+                 _timestamp(e.held_until)) for e in rows]

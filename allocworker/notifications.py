@@ -1,0 +1,66 @@
+"""Notifications through oslo.messaging's notifier.
+
+Nothing is sent unless ``[oslo_messaging_notifications] driver`` names a
+driver (the default sends nothing). Event types and payloads:
+
+``allocworker.allocation.changed`` (one per committed consumer change)::
+
+    {"consumer_uuid", "consumer_generation" (null when deleted),
+     "project_id", "user_id", "consumer_type",
+     "allocations": {provider_uuid: {resource_class: amount}}}
+
+``allocworker.event.received`` (one per newly stored event)::
+
+    {"name", "consumer_uuid", "tag", "event_status", "received_at",
+     "held": bool}
+"""
+
+import socket
+import threading
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from allocworker.conf import CONF
+from allocworker import rpc
+
+LOG = logging.getLogger(__name__)
+
+ALLOCATION_CHANGED = 'allocworker.allocation.changed'
+EVENT_RECEIVED = 'allocworker.event.received'
+
+_lock = threading.Lock()
+_notifier = None
+
+
+def _get_notifier():
+    global _notifier
+    with _lock:
+        if _notifier is None:
+            transport = messaging.get_notification_transport(CONF)
+            _notifier = messaging.Notifier(
+                transport, publisher_id='allocworker.%s'
+                % socket.gethostname())
+        return _notifier
+
+
+def reset():
+    """Forget this process's notifier (after fork, or in tests)."""
+    global _notifier
+    _notifier = None
+
+
+def emit(context, event_type, payloads):
+    """Send one notification per payload; never fails the caller."""
+    if not payloads:
+        return
+    try:
+        notifier = _get_notifier()
+        if not notifier.is_enabled():
+            return
+        wire_context = rpc.ContextSerializer().serialize_context(context) \
+            if context is not None else {}
+        for payload in payloads:
+            notifier.info(wire_context, event_type, payload)
+    except Exception:
+        LOG.exception('could not send %s notifications', event_type)
