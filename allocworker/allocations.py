@@ -16,6 +16,7 @@ from oslo_utils import timeutils
 
 from allocworker import capacity
 from allocworker import codes
+from allocworker import groups
 from allocworker import notifications
 from allocworker import retry
 from allocworker import validation
@@ -30,10 +31,10 @@ LOG = logging.getLogger(__name__)
 
 Request = collections.namedtuple(
     'Request', ['index', 'consumer_uuid', 'generation', 'project_id',
-                'user_id', 'consumer_type', 'allocations'])
+                'user_id', 'consumer_type', 'allocations', 'group_uuid'])
 
 ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
-               'user_id', 'consumer_type', 'allocations')
+               'user_id', 'consumer_type', 'allocations', 'group_uuid')
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
 
 
@@ -82,8 +83,10 @@ def parse_item(raw, index):
             validation.resource_class(name, at + ' key')
             validation.integer(amount, '%s.%s' % (at, name), minimum=1)
         parsed[canonical] = dict(resources)
+    group_uuid = validation.optional_uuid(raw.get('group_uuid'),
+                                          where + '.group_uuid')
     return Request(index, uuid, generation, project_id, user_id,
-                   consumer_type, parsed)
+                   consumer_type, parsed, group_uuid)
 
 
 def _echo_uuid(raw):
@@ -195,10 +198,25 @@ class _Plan(object):
     def check(self):
         self._resolve_names()
         self._lock_consumers()
+        self._lock_groups()
         self._lock_providers()
         self._judge_capacity()
+        self._judge_groups()
         if self.faults:
             raise BatchFailed(self.faults)
+
+    def _lock_groups(self):
+        self.groups = groups.Judgement(self.conn, self.requests)
+        for index, fault in self.groups.faults.items():
+            self.faults.setdefault(index, fault)
+
+    def _judge_groups(self):
+        roots = db_providers.roots_of(self.conn, set(self.locked))
+        new_roots = [(r, {roots[pid] for pid, _name in self._new_rows(r)})
+                     for r in self._live()]
+        faults, self.warnings = self.groups.judge(new_roots)
+        for index, fault in faults.items():
+            self.faults.setdefault(index, fault)
 
     def _resolve_names(self):
         names = {n for r in self.requests for res in r.allocations.values()
@@ -338,6 +356,9 @@ class _Plan(object):
             changes.append(_change(r, generation, consumer_type))
         db_allocations.delete_consumers(conn, emptied)
         db_allocations.insert_rows(conn, rows)
+        self.groups.commit(self.requests, generation)
+        for index, warnings in self.warnings.items():
+            results[index]['warnings'] = warnings
         # Events held for consumers that just appeared now count.
         db_events.release_held(conn, created, timeutils.utcnow())
         for pid, seen in sorted(self.locked.items()):

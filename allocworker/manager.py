@@ -9,6 +9,7 @@ import oslo_messaging as messaging
 from allocworker import allocations
 from allocworker import codes
 from allocworker import events
+from allocworker import groups
 from allocworker import providers
 
 LOG = logging.getLogger(__name__)
@@ -33,9 +34,9 @@ def _answer(context, service_call, kwargs):
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.1 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.2 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.1')
+    target = messaging.Target(version='1.2')
 
     def allocate(self, context, **kwargs):
         return _answer(context, allocations.allocate, kwargs)
@@ -77,3 +78,20 @@ class Manager(object):
 
     def wait_for_events(self, context, **kwargs):
         return _answer(context, events.wait_for_events, kwargs)
+
+    # 1.2
+
+    def create_group(self, context, **kwargs):
+        return _answer(context, groups.create_group, kwargs)
+
+    def delete_group(self, context, **kwargs):
+        return _answer(context, groups.delete_group, kwargs)
+
+    def add_members(self, context, **kwargs):
+        return _answer(context, groups.add_members, kwargs)
+
+    def remove_members(self, context, **kwargs):
+        return _answer(context, groups.remove_members, kwargs)
+
+    def get_groups(self, context, **kwargs):
+        return _answer(context, groups.get_groups, kwargs)

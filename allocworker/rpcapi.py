@@ -7,6 +7,9 @@ API version history:
             set_inventories, get_usages, create_resource_class,
             list_resource_classes.
     * 1.1 - external_event (call or cast), wait_for_events.
+    * 1.2 - Consumer groups: create_group, delete_group, add_members,
+            remove_members, get_groups; allocate items may name a
+            group_uuid to join.
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -21,7 +24,7 @@ release alias below) so clients never send what old workers cannot take.
 from allocworker.conf import CONF
 from allocworker import rpc
 
-VERSION = '1.1'
+VERSION = '1.2'
 
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
@@ -50,8 +53,11 @@ class AllocWorkerAPI(object):
     # 1.0
 
     def allocate(self, context, items, atomic=False, timeout=None):
+        # Joining a group on allocation needs workers at 1.2 or later.
+        joins = any(isinstance(i, dict) and i.get('group_uuid')
+                    for i in items or ())
         return self._call(context, 'allocate', items=items, atomic=atomic,
-                          timeout=timeout)
+                          version='1.2' if joins else '1.0', timeout=timeout)
 
     def get_allocations(self, context, consumer_uuids, timeout=None):
         return self._call(context, 'get_allocations',
@@ -113,4 +119,32 @@ class AllocWorkerAPI(object):
         timeout) for one event per name ('name' or 'name:tag')."""
         return self._call(context, 'wait_for_events', version='1.1',
                           consumer_uuid=consumer_uuid, names=names,
+                          timeout=timeout)
+
+    # 1.2
+
+    def create_group(self, context, uuid, name, policy, max_per_root=None,
+                     project_id=None, timeout=None):
+        return self._call(context, 'create_group', version='1.2', uuid=uuid,
+                          name=name, policy=policy,
+                          max_per_root=max_per_root, project_id=project_id,
+                          timeout=timeout)
+
+    def delete_group(self, context, uuid, timeout=None):
+        return self._call(context, 'delete_group', version='1.2', uuid=uuid,
+                          timeout=timeout)
+
+    def add_members(self, context, group_uuid, consumer_uuids, timeout=None):
+        return self._call(context, 'add_members', version='1.2',
+                          group_uuid=group_uuid,
+                          consumer_uuids=consumer_uuids, timeout=timeout)
+
+    def remove_members(self, context, group_uuid, consumer_uuids,
+                       timeout=None):
+        return self._call(context, 'remove_members', version='1.2',
+                          group_uuid=group_uuid,
+                          consumer_uuids=consumer_uuids, timeout=timeout)
+
+    def get_groups(self, context, uuids, timeout=None):
+        return self._call(context, 'get_groups', version='1.2', uuids=uuids,
                           timeout=timeout)

@@ -17,6 +17,7 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import migration
 from allocworker import events
+from allocworker import groups
 from allocworker import providers
 
 
@@ -192,6 +193,58 @@ def event_list():
     _emit(events.list_events(args.consumer, args.limit), EVENT_COLUMNS)
 
 
+GROUP_COLUMNS = ['uuid', 'name', 'policy', 'max_per_root', 'members',
+                 'generation']
+
+
+def _group_rows(items):
+    return [dict(item, members=len(item['members'])) for item in items]
+
+
+def group_create():
+    args = CONF.command
+    item = _items(groups.create_group(
+        _context(), args.uuid, args.group_name, args.policy,
+        args.max_per_root, args.project_id))[0]
+    _emit(_group_rows([item]) if CONF.command.format == 'table' else item,
+          GROUP_COLUMNS)
+
+
+def group_list():
+    items = groups.get_groups(_context(), None, CONF.command.project_id)
+    _emit(_group_rows(items) if CONF.command.format == 'table' else items,
+          GROUP_COLUMNS)
+
+
+def group_show():
+    item = _items(groups.get_groups(_context(), [CONF.command.uuid]))[0]
+    if CONF.command.format == 'json':
+        return _emit(item, [])
+    _emit(_group_rows([item]), GROUP_COLUMNS)
+    print()
+    where = {m: root for root, members in item['roots'].items()
+             for m in members}
+    _emit([{'member': m, 'root_provider': where.get(m)}
+           for m in item['members']], ['member', 'root_provider'])
+
+
+def group_delete():
+    _items(groups.delete_group(_context(), CONF.command.uuid))
+    print('deleted group %s' % CONF.command.uuid)
+
+
+def group_add():
+    args = CONF.command
+    _emit(_items(groups.add_members(_context(), args.uuid, args.members)),
+          ['consumer_uuid', 'status', 'warnings'])
+
+
+def group_remove():
+    args = CONF.command
+    _emit(_items(groups.remove_members(_context(), args.uuid, args.members)),
+          ['consumer_uuid', 'status'])
+
+
 # -- the command tree ----------------------------------------------------
 
 def _add(subparsers, name, handler, help_text, args=()):
@@ -262,6 +315,29 @@ def add_command_parsers(subparsers):
           (['--marker'], dict())])
     _add(sub, 'show', consumer_show, "show a consumer's allocations",
          [(['uuid'], {})])
+
+    sub = _category(subparsers, 'group', 'consumer groups')
+    _add(sub, 'create', group_create, 'create a consumer group',
+         [(['--uuid'], dict(required=True)),
+          (['--name'], dict(required=True, dest='group_name')),
+          (['--policy'], dict(required=True, choices=[
+              'affinity', 'anti-affinity', 'soft-affinity',
+              'soft-anti-affinity'])),
+          (['--max-per-root'], dict(type=int, dest='max_per_root')),
+          (['--project-id'], dict(dest='project_id'))])
+    _add(sub, 'list', group_list, 'list consumer groups',
+         [(['--project-id'], dict(dest='project_id'))])
+    _add(sub, 'show', group_show,
+         'show a group, its members and the roots they sit on',
+         [(['uuid'], {})])
+    _add(sub, 'delete', group_delete, 'delete a group (allocations stay)',
+         [(['uuid'], {})])
+    _add(sub, 'add', group_add, 'add members to a group',
+         [(['uuid'], {}), (['members'], dict(nargs='+',
+                                             metavar='CONSUMER_UUID'))])
+    _add(sub, 'remove', group_remove, 'remove members from a group',
+         [(['uuid'], {}), (['members'], dict(nargs='+',
+                                             metavar='CONSUMER_UUID'))])
 
     sub = _category(subparsers, 'event', 'external events')
     _add(sub, 'list', event_list, 'list stored events, newest first',

@@ -120,3 +120,29 @@ events = sa.Table(
     sa.Index(None, 'received_at'),
     sa.Index(None, 'held_until'),
     **_mysql)
+
+consumer_groups = sa.Table(
+    'consumer_groups', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('uuid', sa.String(36), nullable=False),
+    sa.Column('name', sa.String(255), nullable=False),
+    sa.Column('project_id', sa.String(255), nullable=True),
+    sa.Column('policy', sa.String(32), nullable=False),
+    sa.Column('max_per_root', sa.Integer, nullable=True),
+    sa.Column('generation', sa.BigInteger, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('uuid'),
+    **_mysql)
+
+# Members are consumer uuids, not consumer rows: membership outlives the
+# consumer's allocations coming and going.
+group_members = sa.Table(
+    'group_members', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('group_id', sa.Integer, sa.ForeignKey('consumer_groups.id'),
+              nullable=False),
+    sa.Column('consumer_uuid', sa.String(36), nullable=False),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.UniqueConstraint('group_id', 'consumer_uuid'),
+    sa.Index(None, 'consumer_uuid'),
+    **_mysql)

@@ -62,3 +62,21 @@ def test_errors_are_one_line_and_exit_non_zero(database, scratch):
         assert result.stderr.startswith('error: '), result.stderr
         assert 'Traceback' not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_group_commands(database, scratch):
+    group = str(uuid.uuid4())
+    member, other = str(uuid.uuid4()), str(uuid.uuid4())
+    run(scratch, 'group', 'create', '--uuid', group, '--name', 'db-cluster',
+        '--policy', 'anti-affinity', '--max-per-root', '1')
+    run(scratch, 'group', 'add', group, member, other)
+    shown = as_json(scratch, 'group', 'show', group)
+    assert shown['members'] == sorted([member, other])
+    assert shown['policy'] == 'anti-affinity' and shown['roots'] == {}
+    assert 'member' in run(scratch, 'group', 'show', group).stdout
+    run(scratch, 'group', 'remove', group, other)
+    listed = {g['uuid']: g for g in as_json(scratch, 'group', 'list')}
+    assert listed[group]['members'] == [member]
+    run(scratch, 'group', 'delete', group)
+    missing = run(scratch, 'group', 'show', group, check=False)
+    assert missing.returncode == 1 and 'group.not_found' in missing.stderr
