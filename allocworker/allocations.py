@@ -18,6 +18,7 @@ from allocworker import capacity
 from allocworker import codes
 from allocworker import groups
 from allocworker import notifications
+from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
@@ -119,7 +120,7 @@ def _parse_batch(items):
 def allocate(context, items, atomic=False):
     validation.batch(items, 'items', CONF.worker.max_batch_items)
     validation.boolean(atomic, 'atomic')
-    parsed = _parse_batch(items)
+    parsed = [_authorized(context, r) for r in _parse_batch(items)]
     changes = []
     if atomic:
         results = _allocate_atomic(context, parsed, changes)
@@ -129,6 +130,15 @@ def allocate(context, items, atomic=False):
                    for r in parsed]
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return [_result_item(items[i], result) for i, result in enumerate(results)]
+
+
+def _authorized(context, request):
+    """The request, or its 403 when the caller may not write its project."""
+    if isinstance(request, Request) and not policy.allowed(
+            context, 'allocate', request.project_id):
+        return policy.denied(context, 'allocate', 'consumer %s of project %s'
+                             % (request.consumer_uuid, request.project_id))
+    return request
 
 
 def _result_item(raw, result):
@@ -160,7 +170,7 @@ def _guarded(context, requests, changes):
     committed are appended to ``changes``.
     """
     try:
-        results, committed = retry.write(_write, requests)
+        results, committed = retry.write(_write, context, requests)
         changes.extend(committed)
         return results
     except BatchFailed as failed:
@@ -174,9 +184,9 @@ def _guarded(context, requests, changes):
         return {r.index: codes.unexpected(request_id) for r in requests}
 
 
-def _write(requests):
+def _write(context, requests):
     with db.writer() as (conn, generation):
-        plan = _Plan(conn, requests)
+        plan = _Plan(conn, context, requests)
         plan.check()
         return plan.commit(generation)
 
@@ -184,8 +194,9 @@ def _write(requests):
 class _Plan(object):
     """One write transaction's reads, judgement and writes."""
 
-    def __init__(self, conn, requests):
+    def __init__(self, conn, context, requests):
         self.conn = conn
+        self.context = context
         self.requests = requests
         self.faults = {}
 
@@ -242,8 +253,15 @@ class _Plan(object):
         self.consumers = db_allocations.lock_consumers(
             self.conn, [r.consumer_uuid for r in self.requests])
         for r in self._live():
-            current = self.consumers.get(r.consumer_uuid)
-            current = current.generation if current else None
+            consumer = self.consumers.get(r.consumer_uuid)
+            if consumer and consumer.project_id != r.project_id and \
+                    not policy.allowed(self.context, 'allocate',
+                                       consumer.project_id):
+                self._fail(r, policy.denied(
+                    self.context, 'allocate', 'consumer %s of project %s'
+                    % (r.consumer_uuid, consumer.project_id)))
+                continue
+            current = consumer.generation if consumer else None
             if r.generation != current:
                 self._fail(r, codes.Fault(
                     codes.CONSUMER_GENERATION_CONFLICT,
@@ -409,6 +427,11 @@ def get_allocations(context, consumer_uuids):
                 codes.CONSUMER_NOT_FOUND,
                 'consumer %s holds no allocations' % uuid
             ).item(consumer_uuid=uuid))
+        elif not policy.allowed(context, 'get_allocations',
+                                found[uuid][0].project_id):
+            items.append(policy.denied(
+                context, 'get_allocations', 'consumer %s' % uuid
+            ).item(consumer_uuid=uuid))
         else:
             items.append(consumer_item(*found[uuid]))
     return items
@@ -436,7 +459,8 @@ def list_allocations(context, provider_uuid):
     return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
              'project_id': c.project_id, 'user_id': c.user_id,
              'resources': resources, 'status': 200}
-            for c, resources in held]
+            for c, resources in held
+            if policy.allowed(context, 'list_allocations', c.project_id)]
 
 
 def list_consumers(context, project_id=None, limit=1000, marker=None):
@@ -447,9 +471,15 @@ def list_consumers(context, project_id=None, limit=1000, marker=None):
     validation.integer(limit, 'limit', minimum=1,
                        maximum=CONF.worker.max_batch_items)
     marker = validation.optional_uuid(marker, 'marker')
+    if not policy.sees_every_project(context, 'list_consumers'):
+        # A caller who sees only its own project pages through only it.
+        if project_id not in (None, context.project_id):
+            return []
+        project_id = context.project_id
     with db.reader() as conn:
         page = db_allocations.page(conn, project_id, limit, marker)
     return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
              'project_id': c.project_id, 'user_id': c.user_id,
              'consumer_type': c.consumer_type, 'status': 200}
-            for c in page]
+            for c in page
+            if policy.allowed(context, 'list_consumers', c.project_id)]

@@ -16,6 +16,7 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import events as db_events
 from allocworker import notifications
+from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 
@@ -70,11 +71,25 @@ def external_event(context, events):
         except codes.Fault as fault:
             parsed.append(fault)
     keys = [p for p in parsed if not isinstance(p, codes.Fault)]
+    if keys:
+        projects = _projects(key[0] for key in keys)
+        parsed = [p if isinstance(p, codes.Fault) or policy.allowed(
+                  context, 'external_event', projects.get(p[0]))
+                  else policy.denied(context, 'external_event',
+                                     'consumer %s' % p[0])
+                  for p in parsed]
+        keys = [p for p in parsed if not isinstance(p, codes.Fault)]
     existing, stored = retry.write(_record, keys) if keys else (set(), [])
     notifications.emit(context, notifications.EVENT_RECEIVED,
                        [_event_payload(e) for e in stored])
     return [_event_item(raw, key, existing) for raw, key in
             zip(events, parsed)]
+
+
+def _projects(consumer_uuids):
+    """{consumer_uuid: project_id} of those that exist (policy targets)."""
+    with db.reader() as conn:
+        return db_events.projects_of(conn, set(consumer_uuids))
 
 
 def _record(keys):
@@ -159,6 +174,11 @@ def wait_for_events(context, consumer_uuid, names, timeout):
             wanted.append(parse_wanted(raw, index))
         except codes.Fault as fault:
             wanted.append(fault)
+    project = _projects([consumer_uuid]).get(consumer_uuid)
+    if not policy.allowed(context, 'wait_for_events', project):
+        fault = policy.denied(context, 'wait_for_events',
+                              'consumer %s' % consumer_uuid)
+        return [fault.item(name=_echo(raw)) for raw in names]
     deadline = time.monotonic() + min(timeout, max_wait())
     found = {}
     while True:
@@ -185,9 +205,13 @@ def _match(consumer_uuid, wanted, found):
                 found[want] = event
 
 
+def _echo(value):
+    return value if isinstance(value, str) else None
+
+
 def _wait_item(raw, want, found):
     if isinstance(want, codes.Fault):
-        return want.item(name=raw if isinstance(raw, str) else None)
+        return want.item(name=_echo(raw))
     event = found.get(want)
     if event is None:
         return codes.Fault(codes.EVENT_TIMEOUT,

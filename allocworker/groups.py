@@ -11,6 +11,7 @@ from oslo_log import log as logging
 
 from allocworker import codes
 from allocworker import group_policy
+from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
@@ -58,26 +59,28 @@ def create_group(context, uuid, name, policy, max_per_root=None,
                  project_id=None):
     if project_id is None:
         project_id = getattr(context, 'project_id', None)
-    return _guard(context, {'uuid': _echo(uuid)}, _create, uuid, name,
-                  policy, max_per_root, project_id)
+    return _guard(context, {'uuid': _echo(uuid)}, _create, context, uuid,
+                  name, policy, max_per_root, project_id)
 
 
-def _create(uuid, name, policy, max_per_root, project_id):
+def _create(context, uuid, name, policy_name, max_per_root, project_id):
     uuid = validation.uuid(uuid, 'uuid')
     validation.string(name, 'name')
-    if policy not in group_policy.POLICIES:
+    if policy_name not in group_policy.POLICIES:
         raise validation.invalid('policy must be one of %s, not %r'
                                  % (', '.join(group_policy.POLICIES),
-                                    policy))
-    if policy in group_policy.ANTI:
+                                    policy_name))
+    if policy_name in group_policy.ANTI:
         max_per_root = 1 if max_per_root is None else validation.integer(
             max_per_root, 'max_per_root', minimum=1)
     elif max_per_root is not None:
         raise validation.invalid('max_per_root applies to anti-affinity '
-                                 'policies only, not %s' % policy)
+                                 'policies only, not %s' % policy_name)
     if project_id is not None:
         validation.string(project_id, 'project_id')
-    retry.write(_insert, uuid, name, project_id, policy, max_per_root)
+    policy.check(context, 'create_group', 'a group of project %s'
+                 % project_id, project_id)
+    retry.write(_insert, uuid, name, project_id, policy_name, max_per_root)
     return _read_one(uuid)
 
 
@@ -99,20 +102,22 @@ def _read_one(uuid):
 
 
 def delete_group(context, uuid):
-    return _guard(context, {'uuid': _echo(uuid)}, _delete, uuid)
+    return _guard(context, {'uuid': _echo(uuid)}, _delete, context, uuid)
 
 
-def _delete(uuid):
+def _delete(context, uuid):
     uuid = validation.uuid(uuid, 'uuid')
-    retry.write(_remove_group, uuid)
+    retry.write(_remove_group, context, uuid)
     return {'uuid': uuid, 'status': 200}
 
 
-def _remove_group(uuid):
+def _remove_group(context, uuid):
     with db.writer() as (conn, _generation):
         group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
         if group is None:
             raise _not_found(uuid)
+        policy.check(context, 'delete_group', 'group %s' % uuid,
+                     group.project_id)
         db_groups.delete(conn, group.id)
 
 
@@ -133,9 +138,12 @@ def get_groups(context, uuids=None, project_id=None):
             conn, None if wanted is None else
             [u for u in wanted if not isinstance(u, codes.Fault)],
             project_id=project_id)
-    items = {g.uuid: _described(g, members) for g, members in found}
+    items = {g.uuid: _described(g, members) if policy.allowed(
+        context, 'get_groups', g.project_id) else policy.denied(
+        context, 'get_groups', 'group %s' % g.uuid).item(uuid=g.uuid)
+        for g, members in found}
     if wanted is None:
-        return list(items.values())
+        return [i for i in items.values() if i['status'] == 200]
     return [w.item(uuid=_echo(raw)) if isinstance(w, codes.Fault)
             else items.get(w) or _not_found(w).item(uuid=w)
             for raw, w in zip(uuids, wanted)]
@@ -152,14 +160,15 @@ def _described(group, members):
 # -- membership ------------------------------------------------------------
 
 def add_members(context, group_uuid, consumer_uuids):
-    return _change_members(group_uuid, consumer_uuids, adding=True)
+    return _change_members(context, group_uuid, consumer_uuids, adding=True)
 
 
 def remove_members(context, group_uuid, consumer_uuids):
-    return _change_members(group_uuid, consumer_uuids, adding=False)
+    return _change_members(context, group_uuid, consumer_uuids,
+                           adding=False)
 
 
-def _change_members(group_uuid, consumer_uuids, adding):
+def _change_members(context, group_uuid, consumer_uuids, adding):
     group_uuid = validation.uuid(group_uuid, 'group_uuid')
     validation.uuid_list(consumer_uuids, 'consumer_uuids',
                          CONF.worker.max_batch_items)
@@ -169,7 +178,7 @@ def _change_members(group_uuid, consumer_uuids, adding):
             parsed.append(validation.uuid(raw, 'consumer_uuids[%d]' % i))
         except codes.Fault as fault:
             parsed.append(fault)
-    outcome = retry.write(_write_members, group_uuid,
+    outcome = retry.write(_write_members, context, group_uuid,
                           [p for p in parsed
                            if not isinstance(p, codes.Fault)], adding)
     items = []
@@ -188,12 +197,16 @@ def _change_members(group_uuid, consumer_uuids, adding):
     return items
 
 
-def _write_members(group_uuid, uuids, adding):
+def _write_members(context, group_uuid, uuids, adding):
     """{consumer_uuid: [warnings] | Fault}; a missing group fails whole."""
+    call = 'add_members' if adding else 'remove_members'
     with db.writer() as (conn, generation):
         group = db_groups.lock_by_uuid(conn, [group_uuid]).get(group_uuid)
         if group is None:
             raise _not_found(group_uuid)
+        if not policy.allowed(context, call, group.project_id):
+            fault = policy.denied(context, call, 'group %s' % group_uuid)
+            return {uuid: fault for uuid in uuids}
         members = db_groups.member_roots(conn, [group.id])[group.id]
         outcome, changed = {}, []
         for uuid in dict.fromkeys(uuids):

@@ -7,6 +7,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from allocworker import allocations
+from allocworker import audit
 from allocworker import codes
 from allocworker import events
 from allocworker import groups
@@ -30,6 +31,7 @@ def _answer(context, service_call, kwargs):
         LOG.exception('%s failed unexpectedly (request %s)',
                       service_call.__name__, request_id)
         return codes.request_error(request_id, codes.unexpected(request_id))
+    audit.record(context, service_call.__name__, items)
     return codes.envelope(request_id, items)
 
 

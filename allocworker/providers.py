@@ -9,6 +9,7 @@ from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
 from allocworker import capacity
+from allocworker import policy
 from allocworker import codes
 from allocworker import retry
 from allocworker import validation
@@ -55,9 +56,16 @@ def _echo(value):
     return value if isinstance(value, str) else None
 
 
+def _allowed_one(context, call, identity, fn, *args):
+    """_one, after the caller's right to ``call`` is checked."""
+    if not policy.allowed(context, call):
+        return [policy.denied(context, call, 'providers').item(**identity)]
+    return _one(context, identity, fn, *args)
+
+
 def create_provider(context, uuid, name, parent_uuid=None):
-    return _one(context, {'uuid': _echo(uuid)}, _create_provider, uuid, name,
-                parent_uuid)
+    return _allowed_one(context, 'create_provider', {'uuid': _echo(uuid)},
+                        _create_provider, uuid, name, parent_uuid)
 
 
 def _create_provider(uuid, name, parent_uuid):
@@ -93,7 +101,8 @@ def _insert_provider(uuid, name, parent_uuid):
 
 
 def delete_provider(context, uuid):
-    return _one(context, {'uuid': _echo(uuid)}, _delete_provider, uuid)
+    return _allowed_one(context, 'delete_provider', {'uuid': _echo(uuid)},
+                        _delete_provider, uuid)
 
 
 def _delete_provider(uuid):
@@ -126,6 +135,8 @@ def get_providers(context, uuids=None):
         uuids = validation.uuid_list(uuids, 'uuids',
                                      CONF.worker.max_batch_items)
     wanted = _valid_uuids(uuids) if uuids is not None else None
+    if not policy.allowed(context, 'get_providers'):
+        return _denied_reads(context, 'get_providers', uuids, 'uuid')
     with db.reader() as conn:
         found = db_providers.describe(
             conn, None if wanted is None else
@@ -136,6 +147,14 @@ def get_providers(context, uuids=None):
         return [_described_item(p, c) for p, c in found]
     return [_lookup(by_uuid, raw, uuid, _described_item)
             for raw, uuid in zip(uuids, wanted)]
+
+
+def _denied_reads(context, call, uuids, key):
+    """A denied listing is empty; denied lookups are 403 items."""
+    if uuids is None:
+        return []
+    fault = policy.denied(context, call, 'providers')
+    return [fault.item(**{key: _echo(raw)}) for raw in uuids]
 
 
 def _described_item(provider, classes):
@@ -199,8 +218,10 @@ def parse_inventories(inventories):
 
 def set_inventories(context, provider_uuid, provider_generation, inventories,
                     force=False):
-    return _one(context, {'uuid': _echo(provider_uuid)}, _set_inventories,
-                provider_uuid, provider_generation, inventories, force)
+    return _allowed_one(context, 'set_inventories',
+                        {'uuid': _echo(provider_uuid)}, _set_inventories,
+                        provider_uuid, provider_generation, inventories,
+                        force)
 
 
 def _set_inventories(provider_uuid, provider_generation, inventories, force):
@@ -271,6 +292,9 @@ def get_usages(context, provider_uuids):
     provider_uuids = validation.uuid_list(provider_uuids, 'provider_uuids',
                                           CONF.worker.max_batch_items)
     wanted = _valid_uuids(provider_uuids)
+    if not policy.allowed(context, 'get_usages'):
+        return _denied_reads(context, 'get_usages', provider_uuids,
+                             'provider_uuid')
     with db.reader() as conn:
         found = db_providers.describe(
             conn, [u for u in wanted if not isinstance(u, codes.Fault)])
@@ -299,7 +323,8 @@ def describe_usage(uuids=None):
 
 def create_resource_class(context, name):
     """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
-    return _one(context, {'name': _echo(name)}, _create_resource_class, name)
+    return _allowed_one(context, 'create_resource_class',
+                        {'name': _echo(name)}, _create_resource_class, name)
 
 
 def _create_resource_class(name):
@@ -314,6 +339,8 @@ def _insert_resource_class(name):
 
 
 def list_resource_classes(context):
+    if not policy.allowed(context, 'list_resource_classes'):
+        return []
     with db.reader() as conn:
         return [{'name': name, 'status': 200}
                 for name in db_classes.names(conn)]

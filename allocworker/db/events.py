@@ -18,11 +18,16 @@ _COLUMNS = [_e.c.consumer_uuid, _e.c.name, _e.c.tag, _e.c.status,
 
 
 def existing_consumers(conn, uuids):
+    return set(projects_of(conn, uuids))
+
+
+def projects_of(conn, uuids):
+    """{consumer_uuid: project_id} of the consumers that exist."""
     if not uuids:
-        return set()
-    rows = conn.execute(sa.select(_c.c.uuid)
+        return {}
+    rows = conn.execute(sa.select(_c.c.uuid, _c.c.project_id)
                         .where(_c.c.uuid.in_(sorted(set(uuids)))))
-    return {row.uuid for row in rows}
+    return dict(rows.all())
 
 
 def find(conn, keys):

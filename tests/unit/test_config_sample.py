@@ -37,3 +37,17 @@ def test_every_design_option_is_in_the_sample():
         section = ('\n' + text).split('\n[%s]\n' % group, 1)[1]
         section = section.split('\n[', 1)[0]
         assert '#%s = ' % option in section, (group, option)
+
+
+def test_sample_policy_is_current(tmp_path):
+    fresh = tmp_path / 'policy.yaml'
+    subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable),
+                      'oslopolicy-sample-generator'),
+         '--namespace', 'allocworker', '--output-file', str(fresh)],
+        check=True, cwd=ROOT, capture_output=True)
+    with open(os.path.join(ROOT, 'etc', 'allocworker',
+                           'policy.yaml.sample')) as committed:
+        assert committed.read() == fresh.read_text(), (
+            'etc/allocworker/policy.yaml.sample is stale; run tox -e '
+            'genpolicy')

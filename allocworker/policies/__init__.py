@@ -1,0 +1,75 @@
+"""oslo.policy defaults, one rule per RPC call (design §4).
+
+``admin`` may do everything; ``service`` (other control-plane services)
+may allocate for any project and read everything; any other caller may
+read and write only consumers, groups and events of its own project, and
+read providers and usages. Operators override any rule in the file named
+by ``[oslo_policy] policy_file``.
+"""
+
+from oslo_policy import policy
+
+ADMIN = 'role:admin'
+SERVICE = 'role:service'
+ADMIN_OR_SERVICE = 'rule:admin or rule:service'
+OWNER = 'project_id:%(project_id)s'
+ADMIN_SERVICE_OR_OWNER = 'rule:admin or rule:service or rule:owner'
+ANYONE = '@'
+
+BASE = [
+    policy.RuleDefault('admin', ADMIN, 'Cloud administrators.'),
+    policy.RuleDefault('service', SERVICE,
+                       'Other control-plane services (Nova and friends).'),
+    policy.RuleDefault('owner', OWNER,
+                       'The caller belongs to the project of the target.'),
+]
+
+
+def _rule(name, check, description, scope='one item'):
+    return policy.DocumentedRuleDefault(
+        name='allocworker:%s' % name, check_str=check,
+        description='%s (checked per %s).' % (description, scope),
+        operations=[{'method': 'RPC', 'path': name}])
+
+
+CALLS = [
+    _rule('allocate', ADMIN_SERVICE_OR_OWNER,
+          "Replace a consumer's allocations; the target is the item's "
+          'project and, for an existing consumer, its current project'),
+    _rule('get_allocations', ADMIN_SERVICE_OR_OWNER,
+          "Read a consumer's allocations; the target is its project"),
+    _rule('list_allocations', ADMIN_SERVICE_OR_OWNER,
+          'See one consumer in a provider listing', 'consumer listed'),
+    _rule('list_consumers', ADMIN_SERVICE_OR_OWNER,
+          'See one consumer in a consumer listing', 'consumer listed'),
+    _rule('external_event', ADMIN_OR_SERVICE,
+          'Record an external event about a consumer'),
+    _rule('wait_for_events', ADMIN_SERVICE_OR_OWNER,
+          "Wait for a consumer's events; the target is its project "
+          '(none while the consumer does not exist)', 'call'),
+    _rule('create_group', ADMIN_SERVICE_OR_OWNER,
+          'Create a consumer group; the target is its project', 'call'),
+    _rule('delete_group', ADMIN_SERVICE_OR_OWNER,
+          'Delete a consumer group; the target is its project', 'call'),
+    _rule('add_members', ADMIN_SERVICE_OR_OWNER,
+          'Add members to a group; the target is the group project', 'call'),
+    _rule('remove_members', ADMIN_SERVICE_OR_OWNER,
+          'Remove members from a group; the target is the group project',
+          'call'),
+    _rule('get_groups', ADMIN_SERVICE_OR_OWNER,
+          'Read a group; the target is its project', 'group'),
+    _rule('create_provider', ADMIN, 'Create a resource provider', 'call'),
+    _rule('delete_provider', ADMIN, 'Delete a resource provider', 'call'),
+    _rule('set_inventories', ADMIN, "Replace a provider's inventories",
+          'call'),
+    _rule('create_resource_class', ADMIN, 'Create a custom resource class',
+          'call'),
+    _rule('get_providers', ANYONE, 'Read providers and inventories',
+          'call'),
+    _rule('get_usages', ANYONE, "Read providers' usages", 'call'),
+    _rule('list_resource_classes', ANYONE, 'List resource classes', 'call'),
+]
+
+
+def list_rules():
+    return BASE + CALLS
