@@ -9,8 +9,11 @@ to one fresh value from the database-wide counter.
 """
 
 import collections
+import datetime
+import hashlib
 
 from oslo_log import log as logging
+from oslo_serialization import jsonutils
 
 from oslo_utils import timeutils
 
@@ -25,6 +28,7 @@ from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
 from allocworker.db import events as db_events
+from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 
@@ -32,10 +36,12 @@ LOG = logging.getLogger(__name__)
 
 Request = collections.namedtuple(
     'Request', ['index', 'consumer_uuid', 'generation', 'project_id',
-                'user_id', 'consumer_type', 'allocations', 'group_uuid'])
+                'user_id', 'consumer_type', 'allocations', 'group_uuid',
+                'idempotency_key', 'digest'])
 
 ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
-               'user_id', 'consumer_type', 'allocations', 'group_uuid')
+               'user_id', 'consumer_type', 'allocations', 'group_uuid',
+               'idempotency_key')
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
 
 
@@ -86,8 +92,18 @@ def parse_item(raw, index):
         parsed[canonical] = dict(resources)
     group_uuid = validation.optional_uuid(raw.get('group_uuid'),
                                           where + '.group_uuid')
+    key = raw.get('idempotency_key')
+    if key is not None:
+        validation.string(key, where + '.idempotency_key')
     return Request(index, uuid, generation, project_id, user_id,
-                   consumer_type, parsed, group_uuid)
+                   consumer_type, parsed, group_uuid, key, _digest(raw))
+
+
+def _digest(raw):
+    """What makes two items with one idempotency key the same item."""
+    body = {k: v for k, v in raw.items() if k != 'idempotency_key'}
+    return hashlib.sha256(jsonutils.dumps(body, sort_keys=True).encode(
+        'utf-8')).hexdigest()
 
 
 def _echo_uuid(raw):
@@ -105,13 +121,15 @@ def _parse_batch(items):
             parsed.append(parse_item(raw, index))
         except codes.Fault as fault:
             parsed.append(fault)
-    seen = collections.Counter(r.consumer_uuid for r in parsed
-                               if isinstance(r, Request))
-    for i, r in enumerate(parsed):
-        if isinstance(r, Request) and seen[r.consumer_uuid] > 1:
-            parsed[i] = validation.invalid(
-                'items[%d].consumer_uuid %s appears %d times in this call'
-                % (i, r.consumer_uuid, seen[r.consumer_uuid]))
+    for field in ('consumer_uuid', 'idempotency_key'):
+        seen = collections.Counter(getattr(r, field) for r in parsed
+                                   if isinstance(r, Request))
+        for i, r in enumerate(parsed):
+            value = getattr(r, field, None)
+            if isinstance(r, Request) and value and seen[value] > 1:
+                parsed[i] = validation.invalid(
+                    'items[%d].%s %s appears %d times in this call'
+                    % (i, field, value, seen[value]))
     return parsed
 
 
@@ -199,14 +217,17 @@ class _Plan(object):
         self.context = context
         self.requests = requests
         self.faults = {}
+        self.replayed = {}
 
     def _fail(self, request, fault):
         self.faults.setdefault(request.index, fault)
 
     def _live(self):
-        return [r for r in self.requests if r.index not in self.faults]
+        return [r for r in self.requests if r.index not in self.faults
+                and r.index not in self.replayed]
 
     def check(self):
+        self._replay_keys()
         self._resolve_names()
         self._lock_consumers()
         self._lock_groups()
@@ -215,6 +236,29 @@ class _Plan(object):
         self._judge_groups()
         if self.faults:
             raise BatchFailed(self.faults)
+
+    def _replay_keys(self):
+        """Items whose key was answered before get that answer again and
+        write nothing; a key reused for another item is refused."""
+        keyed = [r for r in self.requests if r.idempotency_key]
+        if not keyed:
+            return
+        fresh_since = timeutils.utcnow() - datetime.timedelta(
+            seconds=CONF.worker.idempotency_seconds)
+        keys = [r.idempotency_key for r in keyed]
+        db_idempotency.forget_stale(self.conn, keys, fresh_since)
+        remembered = db_idempotency.lookup(self.conn, keys, fresh_since)
+        for r in keyed:
+            seen = remembered.get(r.idempotency_key)
+            if seen is None:
+                continue
+            if seen.request_hash == r.digest:
+                self.replayed[r.index] = seen.answer
+            else:
+                self._fail(r, codes.Fault(
+                    codes.IDEMPOTENCY_KEY_REUSED,
+                    'items[%d].idempotency_key %r was used for a different '
+                    'item' % (r.index, r.idempotency_key)))
 
     def _lock_groups(self):
         self.groups = groups.Judgement(self.conn, self.requests)
@@ -251,7 +295,7 @@ class _Plan(object):
 
     def _lock_consumers(self):
         self.consumers = db_allocations.lock_consumers(
-            self.conn, [r.consumer_uuid for r in self.requests])
+            self.conn, [r.consumer_uuid for r in self._live()])
         for r in self._live():
             consumer = self.consumers.get(r.consumer_uuid)
             if consumer and consumer.project_id != r.project_id and \
@@ -341,11 +385,13 @@ class _Plan(object):
 
     def commit(self, generation):
         conn = self.conn
+        live = self._live()
         existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
-                    for r in self.requests if r.consumer_uuid in self.consumers}
+                    for r in live if r.consumer_uuid in self.consumers}
         db_allocations.delete_rows(conn, [c.id for c in existing.values()])
-        results, rows, emptied, created, changes = {}, [], [], [], []
-        for r in self.requests:
+        results, rows, emptied, created, changes = (
+            dict(self.replayed), [], [], [], [])
+        for r in live:
             consumer = existing.get(r.consumer_uuid)
             if not r.allocations:
                 if consumer:
@@ -374,9 +420,12 @@ class _Plan(object):
             changes.append(_change(r, generation, consumer_type))
         db_allocations.delete_consumers(conn, emptied)
         db_allocations.insert_rows(conn, rows)
-        self.groups.commit(self.requests, generation)
+        self.groups.commit(live, generation)
         for index, warnings in self.warnings.items():
             results[index]['warnings'] = warnings
+        db_idempotency.remember(conn, [
+            (r.idempotency_key, r.digest, results[r.index])
+            for r in live if r.idempotency_key])
         # Events held for consumers that just appeared now count.
         db_events.release_held(conn, created, timeutils.utcnow())
         for pid, seen in sorted(self.locked.items()):

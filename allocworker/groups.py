@@ -338,3 +338,21 @@ class Judgement(object):
             if not db_groups.bump_generation(self.conn, group_id,
                                              group.generation, generation):
                 raise db.ConcurrentUpdate(group.uuid)
+
+
+def broken_policies():
+    """Hard groups whose members' current placement breaks the policy."""
+    with db.reader() as conn:
+        found = db_groups.describe(conn)
+    broken = []
+    for group, members in found:
+        if group.policy not in group_policy.HARD:
+            continue
+        placed = {m: roots for m, roots in members.items() if roots}
+        # Judged as if every member had just arrived.
+        if group_policy.breakers(group.policy, group.max_per_root, {},
+                                 placed, set(placed)):
+            broken.append({'group_uuid': group.uuid, 'policy': group.policy,
+                           'max_per_root': group.max_per_root,
+                           'roots': _described(group, members)['roots']})
+    return broken

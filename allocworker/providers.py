@@ -257,8 +257,11 @@ def _replace_inventories(provider_uuid, expected_generation, parsed, force):
         used = {name: amount for (_pid, name), amount in
                 db_providers.usages(conn, [row.id]).items()}
         check_inventory_change(provider_uuid, parsed, used, force)
+        forced = {class_ids[n] for n, inv in parsed.items()
+                  if not capacity.fits(inv, used.get(n, 0))}
         db_providers.replace_inventories(
-            conn, row.id, {class_ids[n]: inv for n, inv in parsed.items()})
+            conn, row.id, {class_ids[n]: inv for n, inv in parsed.items()},
+            forced)
         if not db_providers.bump_generation(conn, row.id, row.generation,
                                             generation):
             raise db.ConcurrentUpdate(provider_uuid)

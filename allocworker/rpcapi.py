@@ -21,6 +21,8 @@ raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
 release alias below) so clients never send what old workers cannot take.
 """
 
+import oslo_messaging as messaging
+
 from allocworker.conf import CONF
 from allocworker import rpc
 
@@ -52,12 +54,30 @@ class AllocWorkerAPI(object):
 
     # 1.0
 
-    def allocate(self, context, items, atomic=False, timeout=None):
+    def allocate(self, context, items, atomic=False, timeout=None,
+                 retries=0):
+        """Replace consumers' allocations.
+
+        With ``retries`` > 0 a call that timed out is sent again, up to
+        that many times, but only when every item carries an
+        ``idempotency_key``: the worker then answers a repeat with the
+        first answer and writes nothing twice.
+        """
         # Joining a group on allocation needs workers at 1.2 or later.
         joins = any(isinstance(i, dict) and i.get('group_uuid')
                     for i in items or ())
-        return self._call(context, 'allocate', items=items, atomic=atomic,
-                          version='1.2' if joins else '1.0', timeout=timeout)
+        keyed = bool(items) and all(
+            isinstance(i, dict) and i.get('idempotency_key') for i in items)
+        attempts = 1 + (retries if keyed else 0)
+        for attempt in range(attempts):
+            try:
+                return self._call(context, 'allocate', items=items,
+                                  atomic=atomic,
+                                  version='1.2' if joins else '1.0',
+                                  timeout=timeout)
+            except messaging.MessagingTimeout:
+                if attempt + 1 == attempts:
+                    raise
 
     def get_allocations(self, context, consumer_uuids, timeout=None):
         return self._call(context, 'get_allocations',

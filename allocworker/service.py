@@ -16,10 +16,10 @@ from oslo_log import log as logging
 
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker import events
 from allocworker import manager
 from allocworker import notifications
 from allocworker import rpc
+from allocworker import upkeep
 
 LOG = logging.getLogger(__name__)
 
@@ -107,9 +107,9 @@ def _child(index):
     server.start()
     LOG.info('worker process %d (pid %d) serving topic %s',
              index, os.getpid(), CONF.worker.topic)
-    upkeep = threading.Thread(target=_upkeep, args=(stopping,),
-                              name='upkeep', daemon=True)
-    upkeep.start()
+    housekeeper = threading.Thread(target=_upkeep, args=(stopping,),
+                                   name='upkeep', daemon=True)
+    housekeeper.start()
     while not stopping.wait(1):
         pass
     LOG.info('worker process %d stopping: finishing calls in flight', index)
@@ -125,15 +125,12 @@ def _child(index):
 
 def _upkeep(stopping):
     """Periodic housekeeping beside the RPC server, never in its way:
-    expire events and prune the generation counter. Every process runs it;
-    the statements are idempotent."""
+    see allocworker.upkeep. Every process runs it; it is idempotent."""
     while not stopping.wait(CONF.worker.upkeep_interval):
         try:
-            removed = events.expire()
-            with db.writer() as (conn, _generation):
-                db.prune_generations(conn)
-            if removed:
-                LOG.info('expired %d event(s)', removed)
+            removed = upkeep.run()
+            if any(removed.values()):
+                LOG.info('upkeep removed %s', removed)
         except Exception:
             LOG.exception('upkeep failed; will try again')
 

@@ -10,6 +10,7 @@ from oslo_config import cfg
 from oslo_context import context as oslo_context
 
 from allocworker import allocations
+from allocworker import books
 from allocworker.cmd import common
 from allocworker.cmd import output
 from allocworker import codes
@@ -245,6 +246,24 @@ def group_remove():
           ['consumer_uuid', 'status'])
 
 
+def audit():
+    """Check the books; exit 0 only when every invariant holds."""
+    breaches = books.check(CONF.command.grace_seconds)
+    if CONF.command.format == 'json':
+        output.emit({'clean': not breaches, 'breaches': breaches}, [],
+                    'json')
+    elif not breaches:
+        print('the books are clean: every invariant holds')
+    for breach in breaches if CONF.command.format == 'table' else ():
+        print('BREACH: %s (%d)' % (breach['invariant'], len(breach['rows'])))
+        rows = breach['rows']
+        _emit(rows, sorted(rows[0]))
+        print()
+    if breaches:
+        raise CommandError('%d invariant(s) broken'
+                           % len(breaches))
+
+
 # -- the command tree ----------------------------------------------------
 
 def _add(subparsers, name, handler, help_text, args=()):
@@ -338,6 +357,13 @@ def add_command_parsers(subparsers):
     _add(sub, 'remove', group_remove, 'remove members from a group',
          [(['uuid'], {}), (['members'], dict(nargs='+',
                                              metavar='CONSUMER_UUID'))])
+
+    parser = _add(subparsers, 'audit', audit,
+                  "check every invariant of the books; exit 1 on a breach",
+                  [(['--grace-seconds'], dict(
+                      type=int, default=0,
+                      help='tolerate held events this late for expiry'))])
+    parser.set_defaults(action=None)
 
     sub = _category(subparsers, 'event', 'external events')
     _add(sub, 'list', event_list, 'list stored events, newest first',

@@ -138,8 +138,9 @@ def inventories(conn, provider_ids):
             for row in conn.execute(query)}
 
 
-def replace_inventories(conn, provider_id, by_class_id):
-    """Make the provider's inventory exactly ``by_class_id``."""
+def replace_inventories(conn, provider_id, by_class_id, forced=()):
+    """Make the provider's inventory exactly ``by_class_id``; class ids in
+    ``forced`` are marked as knowingly below their usage."""
     existing = {row.resource_class_id: row.id for row in conn.execute(
         sa.select(_inv.c.resource_class_id, _inv.c.id)
         .where(_inv.c.provider_id == provider_id))}
@@ -148,7 +149,7 @@ def replace_inventories(conn, provider_id, by_class_id):
         conn.execute(sa.delete(_inv).where(_inv.c.id.in_(gone)))
     now = timeutils.utcnow()
     for class_id, inventory in by_class_id.items():
-        values = inventory._asdict()
+        values = dict(inventory._asdict(), forced=class_id in forced)
         if class_id in existing:
             conn.execute(sa.update(_inv)
                          .where(_inv.c.id == existing[class_id])

@@ -72,6 +72,9 @@ inventories = sa.Table(
     sa.Column('max_unit', sa.BigInteger, nullable=False),
     sa.Column('step_size', sa.BigInteger, nullable=False),
     sa.Column('allocation_ratio', sa.Float, nullable=False),
+    # Set when a forced change left capacity below usage; audits accept
+    # over-capacity only there.
+    sa.Column('forced', sa.Boolean, nullable=False),
     *_timestamps(),
     sa.UniqueConstraint('provider_id', 'resource_class_id'),
     **_mysql)
@@ -145,4 +148,17 @@ group_members = sa.Table(
     sa.Column('created_at', sa.DateTime, nullable=False),
     sa.UniqueConstraint('group_id', 'consumer_uuid'),
     sa.Index(None, 'consumer_uuid'),
+    **_mysql)
+
+# The answer to an allocate item, kept under its caller's idempotency key
+# in the same transaction as the write it answers.
+idempotency_keys = sa.Table(
+    'idempotency_keys', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('key', sa.String(255), nullable=False),
+    sa.Column('request_hash', sa.String(64), nullable=False),
+    sa.Column('answer', sa.Text, nullable=False),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.UniqueConstraint('key'),
+    sa.Index(None, 'created_at'),
     **_mysql)

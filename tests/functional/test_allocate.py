@@ -264,3 +264,40 @@ def test_context_without_request_id_still_gets_one(rpc, ids):
                       context={'request_id': 'req-mine', 'bogus': 1},
                       consumer_uuids=[ids.consumer])
     assert answer['request_id'] == 'req-mine'
+
+
+# -- idempotent retries -----------------------------------------------------
+
+def test_repeat_with_same_key_returns_first_answer_and_writes_nothing(
+        rpc, ids):
+    host, _ = provider(rpc, {'VCPU': {'total': 10}})
+    item = alloc_item(ids.consumer, {host: {'VCPU': 2}},
+                      idempotency_key='boot-' + ids.key)
+    first = one(rpc.allocate(items=[item]))
+    assert first['status'] == 200
+    again = one(rpc.allocate(items=[item]))
+    assert again == first
+    assert usage(rpc, host) == {'VCPU': 2}
+    changed = dict(item, allocations={host: {'VCPU': 3}})
+    assert_fault(one(rpc.allocate(items=[changed])), 409,
+                 'idempotency.key_reused')
+    assert usage(rpc, host) == {'VCPU': 2}
+
+
+def test_same_key_twice_in_one_call_is_invalid(rpc, ids):
+    host, _ = provider(rpc, {'VCPU': {'total': 10}})
+    answer = rpc.allocate(items=[
+        alloc_item(ids.a, {host: {'VCPU': 1}}, idempotency_key='k-' + ids.k),
+        alloc_item(ids.b, {host: {'VCPU': 1}}, idempotency_key='k-' + ids.k)])
+    assert [i.get('code') for i in answer['items']] == [
+        'invalid_request', 'invalid_request']
+
+
+def test_failed_item_is_not_remembered(rpc, ids):
+    host, _ = provider(rpc, {'VCPU': {'total': 1}})
+    blocker = allocate(rpc, ids.blocker, {host: {'VCPU': 1}})
+    item = alloc_item(ids.consumer, {host: {'VCPU': 1}},
+                      idempotency_key='retry-' + ids.key)
+    assert_fault(one(rpc.allocate(items=[item])), 409, 'capacity.exceeded')
+    allocate(rpc, ids.blocker, {}, blocker['consumer_generation'])
+    assert one(rpc.allocate(items=[item]))['status'] == 200

@@ -80,3 +80,34 @@ def test_group_commands(database, scratch):
     run(scratch, 'group', 'delete', group)
     missing = run(scratch, 'group', 'show', group, check=False)
     assert missing.returncode == 1 and 'group.not_found' in missing.stderr
+
+
+def test_audit_is_clean_then_reports_a_breach(database, scratch):
+    import sqlalchemy as sa
+    clean = run(scratch, 'audit')
+    assert clean.returncode == 0 and 'clean' in clean.stdout
+    host = str(uuid.uuid4())
+    run(scratch, 'provider', 'create', '--uuid', host, '--name', 'h-' + host)
+    # Break the books behind the service layer's back: a consumer row
+    # without allocations, which no allocate call can leave.
+    engine = sa.create_engine(database)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO consumers (uuid, project_id, user_id, "
+            "consumer_type, generation, created_at) VALUES "
+            "('%s', 'p', 'u', 'INSTANCE', 1, '2026-01-01 00:00:00')"
+            % host)
+    try:
+        broken = run(scratch, 'audit', '--format', 'json', check=False)
+        assert broken.returncode == 1
+        report = json.loads(broken.stdout)
+        assert report['clean'] is False
+        assert [b['invariant'] for b in report['breaches']] == [
+            'consumer without allocations']
+        assert report['breaches'][0]['rows'][0]['consumer_uuid'] == host
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DELETE FROM consumers WHERE uuid = '%s'"
+                                 % host)
+        engine.dispose()
+    assert run(scratch, 'audit').returncode == 0

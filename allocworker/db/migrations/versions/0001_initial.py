@@ -73,6 +73,9 @@ def upgrade():
         sa.Column('max_unit', sa.BigInteger, nullable=False),
         sa.Column('step_size', sa.BigInteger, nullable=False),
         sa.Column('allocation_ratio', sa.Float, nullable=False),
+        # Set when a forced change left capacity below usage; audits accept
+        # over-capacity only there.
+        sa.Column('forced', sa.Boolean, nullable=False),
         *_timestamps(),
         sa.PrimaryKeyConstraint('id', name='pk_inventories'),
         sa.ForeignKeyConstraint(

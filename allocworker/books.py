@@ -1,0 +1,38 @@
+"""The audit of the books: every invariant of design §2 checked against
+the database, each breach reported with its rows."""
+
+import datetime
+
+from oslo_utils import timeutils
+
+from allocworker.db import api as db
+from allocworker.db import books as db_books
+from allocworker import groups
+
+def check(grace_seconds=0):
+    """[{"invariant", "rows"}] for every invariant with breaches.
+
+    Held events are removed by the workers' upkeep task every
+    ``[worker] upkeep_interval``; ``grace_seconds`` lets one run be late.
+    """
+    now = timeutils.utcnow()
+    with db.reader() as conn:
+        found = [
+            ('usage over capacity without a forced inventory change',
+             db_books.over_capacity(conn)),
+            ('allocation on a class the provider has no inventory of',
+             db_books.allocations_without_inventory(conn)),
+            ('consumer without allocations',
+             db_books.consumers_without_allocations(conn)),
+            ('allocation whose consumer is missing',
+             db_books.allocations_without_consumer(conn)),
+            ('held event past its window',
+             db_books.held_events_past_window(
+                 conn, now - _seconds(grace_seconds))),
+        ]
+    found.append(('hard group policy broken', groups.broken_policies()))
+    return [{'invariant': name, 'rows': rows} for name, rows in found if rows]
+
+
+def _seconds(n):
+    return datetime.timedelta(seconds=n)

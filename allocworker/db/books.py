@@ -1,0 +1,70 @@
+"""Queries that look for breaches of the books' invariants. Each returns
+rows (dicts) that break one invariant; none means the invariant holds."""
+
+import sqlalchemy as sa
+
+from allocworker.db import schema
+
+_a = schema.allocations
+_c = schema.consumers
+_p = schema.providers
+_i = schema.inventories
+_rc = schema.resource_classes
+_e = schema.events
+
+
+def _rows(conn, query):
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def over_capacity(conn):
+    """Usage above capacity where no forced inventory change allowed it."""
+    used = (sa.select(_a.c.provider_id, _a.c.resource_class_id,
+                      sa.func.sum(_a.c.used).label('used'))
+            .group_by(_a.c.provider_id, _a.c.resource_class_id)
+            .subquery('used'))
+    capacity = (_i.c.total - _i.c.reserved) * _i.c.allocation_ratio
+    return _rows(conn, sa.select(
+        _p.c.uuid.label('provider_uuid'), _rc.c.name.label('resource_class'),
+        used.c.used, capacity.label('capacity'))
+        .select_from(used)
+        .join(_i, sa.and_(_i.c.provider_id == used.c.provider_id,
+                          _i.c.resource_class_id == used.c.resource_class_id))
+        .join(_p, _p.c.id == used.c.provider_id)
+        .join(_rc, _rc.c.id == used.c.resource_class_id)
+        .where(used.c.used > capacity, _i.c.forced == sa.false()))
+
+
+def allocations_without_inventory(conn):
+    return _rows(conn, sa.select(
+        _a.c.id.label('allocation_id'), _p.c.uuid.label('provider_uuid'),
+        _rc.c.name.label('resource_class'), _a.c.used)
+        .select_from(_a)
+        .join(_p, _p.c.id == _a.c.provider_id)
+        .join(_rc, _rc.c.id == _a.c.resource_class_id)
+        .outerjoin(_i, sa.and_(_i.c.provider_id == _a.c.provider_id,
+                               _i.c.resource_class_id ==
+                               _a.c.resource_class_id))
+        .where(_i.c.id.is_(None)))
+
+
+def consumers_without_allocations(conn):
+    return _rows(conn, sa.select(
+        _c.c.uuid.label('consumer_uuid'), _c.c.generation)
+        .select_from(_c)
+        .outerjoin(_a, _a.c.consumer_id == _c.c.id)
+        .where(_a.c.id.is_(None)))
+
+
+def allocations_without_consumer(conn):
+    return _rows(conn, sa.select(
+        _a.c.id.label('allocation_id'), _a.c.consumer_id)
+        .select_from(_a)
+        .outerjoin(_c, _c.c.id == _a.c.consumer_id)
+        .where(_c.c.id.is_(None)))
+
+
+def held_events_past_window(conn, now):
+    return _rows(conn, sa.select(
+        _e.c.consumer_uuid, _e.c.name, _e.c.tag, _e.c.held_until)
+        .where(_e.c.held_until < now))

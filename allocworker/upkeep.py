@@ -1,0 +1,25 @@
+"""Housekeeping the worker runs periodically beside its RPC server."""
+
+import datetime
+
+from oslo_utils import timeutils
+
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db import idempotency as db_idempotency
+from allocworker import events
+
+
+def run():
+    """Expire events and idempotency keys, prune the generation counter.
+
+    Idempotent, so every worker process may run it; returns what it
+    removed as {what: count}.
+    """
+    removed = {'events': events.expire()}
+    fresh_since = timeutils.utcnow() - datetime.timedelta(
+        seconds=CONF.worker.idempotency_seconds)
+    with db.writer() as (conn, _generation):
+        removed['idempotency_keys'] = db_idempotency.expire(conn, fresh_since)
+        db.prune_generations(conn)
+    return removed
