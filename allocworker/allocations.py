@@ -143,9 +143,7 @@ def allocate(context, items, atomic=False):
     if atomic:
         results = _allocate_atomic(context, parsed, changes)
     else:
-        results = [r if isinstance(r, codes.Fault)
-                   else _guarded(context, [r], changes)[r.index]
-                   for r in parsed]
+        results = _allocate_independent(context, parsed, changes)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return [_result_item(items[i], result) for i, result in enumerate(results)]
 
@@ -170,8 +168,29 @@ def _allocate_atomic(context, parsed, changes):
     if len(requests) < len(parsed):
         return [r if isinstance(r, codes.Fault) else _aborted(r)
                 for r in parsed]
-    outcome = _guarded(context, requests, changes)
+    outcome = _guarded(context, requests, changes, atomic=True)
     return [outcome[r.index] for r in requests]
+
+
+def _allocate_independent(context, parsed, changes):
+    """All valid items in one transaction, judged one after the other; if
+    that transaction fails unexpectedly, each item gets its own, so only
+    the item at fault answers 500."""
+    requests = [r for r in parsed if isinstance(r, Request)]
+    outcome = _guarded(context, requests, changes, atomic=False) \
+        if requests else {}
+    if any(_is_unexpected(o) for o in outcome.values()) and \
+            len(requests) > 1:
+        outcome = {}
+        for r in requests:
+            outcome.update(_guarded(context, [r], changes, atomic=False))
+    return [r if isinstance(r, codes.Fault) else outcome[r.index]
+            for r in parsed]
+
+
+def _is_unexpected(outcome):
+    return isinstance(outcome, codes.Fault) and \
+        outcome.code == codes.INTERNAL_ERROR
 
 
 def _aborted(request):
@@ -180,7 +199,7 @@ def _aborted(request):
                        'back because of another item' % request.index)
 
 
-def _guarded(context, requests, changes):
+def _guarded(context, requests, changes, atomic):
     """Write ``requests`` in one transaction; {index: item | Fault}.
 
     Whatever goes wrong, every request gets an answer and a failed
@@ -188,7 +207,7 @@ def _guarded(context, requests, changes):
     committed are appended to ``changes``.
     """
     try:
-        results, committed = retry.write(_write, context, requests)
+        results, committed = retry.write(_write, context, requests, atomic)
         changes.extend(committed)
         return results
     except BatchFailed as failed:
@@ -202,9 +221,9 @@ def _guarded(context, requests, changes):
         return {r.index: codes.unexpected(request_id) for r in requests}
 
 
-def _write(context, requests):
+def _write(context, requests, atomic):
     with db.writer() as (conn, generation):
-        plan = _Plan(conn, context, requests)
+        plan = _Plan(conn, context, requests, atomic)
         plan.check()
         return plan.commit(generation)
 
@@ -212,10 +231,11 @@ def _write(context, requests):
 class _Plan(object):
     """One write transaction's reads, judgement and writes."""
 
-    def __init__(self, conn, context, requests):
+    def __init__(self, conn, context, requests, atomic):
         self.conn = conn
         self.context = context
         self.requests = requests
+        self.atomic = atomic
         self.faults = {}
         self.replayed = {}
 
@@ -232,9 +252,8 @@ class _Plan(object):
         self._lock_consumers()
         self._lock_groups()
         self._lock_providers()
-        self._judge_capacity()
-        self._judge_groups()
-        if self.faults:
+        self._judge()
+        if self.faults and self.atomic:
             raise BatchFailed(self.faults)
 
     def _replay_keys(self):
@@ -263,14 +282,6 @@ class _Plan(object):
     def _lock_groups(self):
         self.groups = groups.Judgement(self.conn, self.requests)
         for index, fault in self.groups.faults.items():
-            self.faults.setdefault(index, fault)
-
-    def _judge_groups(self):
-        roots = db_providers.roots_of(self.conn, set(self.locked))
-        new_roots = [(r, {roots[pid] for pid, _name in self._new_rows(r)})
-                     for r in self._live()]
-        faults, self.warnings = self.groups.judge(new_roots)
-        for index, fault in faults.items():
             self.faults.setdefault(index, fault)
 
     def _resolve_names(self):
@@ -331,19 +342,50 @@ class _Plan(object):
         for r in live:
             touched.update(pid for pid, _name in self._old_rows(r))
             touched.update(pid for pid, _name in self._new_rows(r))
-        self.locked = db_providers.lock(self.conn, touched)
+        self.locked = db_providers.lock(self.conn, touched)  # id -> row
         if len(self.locked) != len(touched):
             # A provider was deleted after we resolved its uuid.
             raise db.ConcurrentUpdate('provider vanished')
         self.uuid_of = {pid: uuid for uuid, pid in self.provider_ids.items()}
 
-    def _judge_capacity(self):
-        live = self._live()
-        pids = set(self.locked)
-        inventories = db_providers.inventories(self.conn, pids)
-        before = db_providers.usages(self.conn, pids)
+    def _judge(self):
+        """Judge capacity, units and group policies.
+
+        Atomic: on the combined result of every item. Independent: item by
+        item in request order, each against the state the items before it
+        left, exactly as if each were its own transaction run in that
+        order; a failed item changes nothing for the next.
+        """
+        inventories, before = db_providers.capacity_state(
+            self.conn, set(self.locked))
+        self.inventories = inventories
+        self.warnings = {}
+        if self.atomic:
+            self._judge_combined(inventories, before)
+            return
+        running = collections.Counter(before)
+        for r in self._live():
+            old, new = self._old_rows(r), self._new_rows(r)
+            for key, amount in sorted(new.items()):
+                self._check_units(r, key, amount, inventories.get(key))
+            if r.index in self.faults:
+                continue
+            after = capacity.usage_after(running, old, new)
+            over = capacity.overcommitted(inventories, running, after)
+            if self._blame_capacity(r, over, after):
+                continue
+            roots = self._roots_of(new)
+            faults, warnings = self.groups.judge([(r, roots)])
+            if faults:
+                self._fail(r, faults[r.index])
+                continue
+            self.groups.accept(r, roots)
+            self.warnings.update(warnings)
+            running = after
+
+    def _judge_combined(self, inventories, before):
         removed, added = collections.Counter(), collections.Counter()
-        for r in live:
+        for r in self._live():
             old, new = self._old_rows(r), self._new_rows(r)
             removed.update(old)
             added.update(new)
@@ -352,17 +394,29 @@ class _Plan(object):
         after = capacity.usage_after(before, removed, added)
         over = capacity.overcommitted(inventories, before, after)
         for r in self._live():
-            old, new = self._old_rows(r), self._new_rows(r)
-            for key in sorted(over):
-                if new.get(key, 0) > old.get(key, 0):
-                    inv = inventories[key]
-                    self._fail(r, codes.Fault(
-                        codes.CAPACITY_EXCEEDED,
-                        'items[%d]: %s on provider %s would be %d, above '
-                        'its capacity %g' % (r.index, key[1],
-                                             self._uuid(key[0]), after[key],
-                                             capacity.capacity(inv))))
-                    break
+            self._blame_capacity(r, over, after)
+        faults, self.warnings = self.groups.judge(
+            [(r, self._roots_of(self._new_rows(r))) for r in self._live()])
+        for index, fault in faults.items():
+            self.faults.setdefault(index, fault)
+
+    def _blame_capacity(self, request, over, after):
+        """Fail the request if it adds usage where ``over``; True if so."""
+        old, new = self._old_rows(request), self._new_rows(request)
+        for key in sorted(over):
+            if new.get(key, 0) > old.get(key, 0):
+                self._fail(request, codes.Fault(
+                    codes.CAPACITY_EXCEEDED,
+                    'items[%d]: %s on provider %s would be %d, above its '
+                    'capacity %g' % (request.index, key[1],
+                                     self._uuid(key[0]), after[key],
+                                     capacity.capacity(
+                                         self.inventories[key]))))
+                return True
+        return False
+
+    def _roots_of(self, rows):
+        return {self.locked[pid].root_id for pid, _name in rows}
 
     def _uuid(self, provider_id):
         return self.uuid_of.get(provider_id, provider_id)
@@ -389,8 +443,9 @@ class _Plan(object):
         existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
                     for r in live if r.consumer_uuid in self.consumers}
         db_allocations.delete_rows(conn, [c.id for c in existing.values()])
-        results, rows, emptied, created, changes = (
-            dict(self.replayed), [], [], [], [])
+        results = dict(self.replayed)
+        results.update(self.faults)
+        emptied, updated, created, changes = [], [], [], []
         for r in live:
             consumer = existing.get(r.consumer_uuid)
             if not r.allocations:
@@ -403,34 +458,35 @@ class _Plan(object):
                              (consumer and consumer.consumer_type) or
                              DEFAULT_CONSUMER_TYPE)
             if consumer:
-                if not db_allocations.update_consumer(
-                        conn, consumer.id, consumer.generation, generation,
-                        project_id=r.project_id, user_id=r.user_id,
-                        consumer_type=consumer_type):
-                    raise db.ConcurrentUpdate(r.consumer_uuid)
-                consumer_id = consumer.id
+                updated.append((consumer.id, consumer.generation,
+                                r.project_id, r.user_id, consumer_type))
             else:
-                consumer_id = db_allocations.create_consumer(
-                    conn, r.consumer_uuid, r.project_id, r.user_id,
-                    consumer_type, generation)
-                created.append(r.consumer_uuid)
-            rows.extend((consumer_id, pid, self.class_ids[name], amount)
-                        for (pid, name), amount in self._new_rows(r).items())
+                created.append((r.consumer_uuid, r.project_id, r.user_id,
+                                consumer_type))
             results[r.index] = _success(r, generation)
             changes.append(_change(r, generation, consumer_type))
+        if not db_allocations.update_consumers(conn, updated, generation):
+            raise db.ConcurrentUpdate('consumer')
+        ids = {uuid: c.id for uuid, c in existing.items()}
+        ids.update(db_allocations.create_consumers(conn, created, generation))
         db_allocations.delete_consumers(conn, emptied)
-        db_allocations.insert_rows(conn, rows)
+        db_allocations.insert_rows(conn, [
+            (ids[r.consumer_uuid], pid, self.class_ids[name], amount)
+            for r in live for (pid, name), amount in
+            self._new_rows(r).items()])
+        # Events held for consumers that just appeared now count.
+        db_events.release_held(conn, [c[0] for c in created],
+                               timeutils.utcnow())
         self.groups.commit(live, generation)
         for index, warnings in self.warnings.items():
             results[index]['warnings'] = warnings
         db_idempotency.remember(conn, [
             (r.idempotency_key, r.digest, results[r.index])
             for r in live if r.idempotency_key])
-        # Events held for consumers that just appeared now count.
-        db_events.release_held(conn, created, timeutils.utcnow())
-        for pid, seen in sorted(self.locked.items()):
-            if not db_providers.bump_generation(conn, pid, seen, generation):
-                raise db.ConcurrentUpdate(self._uuid(pid))
+        if not db_providers.bump_generations(
+                conn, {pid: row.generation
+                       for pid, row in self.locked.items()}, generation):
+            raise db.ConcurrentUpdate('provider')
         return results, changes
 
 

@@ -285,6 +285,7 @@ class Judgement(object):
         self.joined = {uuid: self.groups[gid]
                        for uuid, gid in join_ids.items() if gid in self.groups}
         self.members = db_groups.member_roots(conn, ids)
+        self.enrolled = {gid: set(self.members[gid]) for gid in ids}
         self.group_ids_of = {
             r.consumer_uuid: set(membership.get(r.consumer_uuid, ())) |
             ({self.joined[r.group_uuid].id}
@@ -320,12 +321,18 @@ class Judgement(object):
                     warnings[index] = outcome
         return faults, warnings
 
+    def accept(self, request, roots):
+        """Take a judged request's placement as the state the next
+        request of an independent batch is judged against."""
+        for group_id in self.group_ids_of[request.consumer_uuid]:
+            self.members[group_id][request.consumer_uuid] = set(roots)
+
     def joins(self, requests):
         """[(group_id, consumer_uuid)] memberships to add on commit."""
         result = []
         for r in requests:
             group = self.joined.get(r.group_uuid)
-            if group and r.consumer_uuid not in self.members[group.id]:
+            if group and r.consumer_uuid not in self.enrolled[group.id]:
                 result.append((group.id, r.consumer_uuid))
         return result
 

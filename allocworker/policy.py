@@ -45,10 +45,15 @@ def reset():
 def allowed(context, call, project_id=None):
     if context is None:
         return True
-    target = {'project_id': project_id, 'user_id': context.user_id}
-    return get_enforcer().authorize('allocworker:%s' % call, target,
-                                    context.to_policy_values(),
-                                    do_raise=False)
+    # One request asks about the same few targets many times (a batch of
+    # items of one project); decide each once per request.
+    memo = context.__dict__.setdefault('_allocworker_policy', {})
+    if (call, project_id) not in memo:
+        target = {'project_id': project_id, 'user_id': context.user_id}
+        memo[(call, project_id)] = get_enforcer().authorize(
+            'allocworker:%s' % call, target, context.to_policy_values(),
+            do_raise=False)
+    return memo[(call, project_id)]
 
 
 def sees_every_project(context, call):

@@ -60,23 +60,39 @@ def insert_rows(conn, rows):
              'used': used, 'created_at': now} for c, p, rc, used in rows])
 
 
-def create_consumer(conn, uuid, project_id, user_id, consumer_type,
-                    generation):
-    result = conn.execute(sa.insert(_c).values(
-        uuid=uuid, project_id=project_id, user_id=user_id,
-        consumer_type=consumer_type, generation=generation,
-        created_at=timeutils.utcnow()))
-    return result.inserted_primary_key[0]
+def create_consumers(conn, consumers, generation):
+    """consumers: [(uuid, project_id, user_id, consumer_type)], inserted
+    in one statement; {uuid: id}."""
+    if not consumers:
+        return {}
+    now = timeutils.utcnow()
+    rows = conn.execute(
+        sa.insert(_c).returning(_c.c.uuid, _c.c.id, sort_by_parameter_order=True),
+        [{'uuid': u, 'project_id': p, 'user_id': us, 'consumer_type': t,
+          'generation': generation, 'created_at': now}
+         for u, p, us, t in consumers])
+    return dict(rows.all())
 
 
-def update_consumer(conn, consumer_id, expected, generation, **fields):
-    """Compare-and-swap the generation; False when someone else moved it."""
-    result = conn.execute(
-        sa.update(_c).where(_c.c.id == consumer_id,
-                            _c.c.generation == expected)
-        .values(generation=generation, updated_at=timeutils.utcnow(),
-                **fields))
-    return result.rowcount == 1
+def update_consumers(conn, changes, generation):
+    """changes: [(id, expected_generation, project_id, user_id, type)].
+
+    Compare-and-swap every generation, one statement per distinct set of
+    fields; False when someone else moved one of them."""
+    groups = collections.defaultdict(list)
+    for consumer_id, expected, project_id, user_id, kind in changes:
+        groups[(project_id, user_id, kind)].append((consumer_id, expected))
+    now = timeutils.utcnow()
+    for (project_id, user_id, kind), pairs in groups.items():
+        result = conn.execute(
+            sa.update(_c)
+            .where(sa.tuple_(_c.c.id, _c.c.generation).in_(pairs))
+            .values(generation=generation, updated_at=now,
+                    project_id=project_id, user_id=user_id,
+                    consumer_type=kind))
+        if result.rowcount != len(pairs):
+            return False
+    return True
 
 
 def delete_consumers(conn, consumer_ids):

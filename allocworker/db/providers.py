@@ -43,15 +43,18 @@ def lock_by_uuid(conn, uuid):
     return row
 
 
+Locked = collections.namedtuple('Locked', ['generation', 'root_id'])
+
+
 def lock(conn, provider_ids):
     """Lock providers in id order (a global order, so writers never
-    deadlock on each other); {id: generation}."""
+    deadlock on each other); {id: Locked(generation, root_id)}."""
     if not provider_ids:
         return {}
     rows = conn.execute(api.for_update(
-        sa.select(_p.c.id, _p.c.generation)
+        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id)
         .where(_p.c.id.in_(sorted(provider_ids))).order_by(_p.c.id)))
-    return dict(rows.all())
+    return {pid: Locked(gen, root) for pid, gen, root in rows}
 
 
 def roots_of(conn, provider_ids):
@@ -123,19 +126,21 @@ def bump_generation(conn, provider_id, expected, generation):
     return result.rowcount == 1
 
 
+def bump_generations(conn, expected, generation):
+    """Compare-and-swap many providers' generations in one statement;
+    ``expected`` is {provider_id: generation seen}."""
+    if not expected:
+        return True
+    result = conn.execute(
+        sa.update(_p)
+        .where(sa.tuple_(_p.c.id, _p.c.generation).in_(
+            sorted(expected.items())))
+        .values(generation=generation, updated_at=timeutils.utcnow()))
+    return result.rowcount == len(expected)
+
+
 def _inventory_columns():
     return [getattr(_inv.c, f) for f in capacity.Inventory._fields]
-
-
-def inventories(conn, provider_ids):
-    """{(provider_id, class_name): Inventory}."""
-    if not provider_ids:
-        return {}
-    query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns())
-             .join(_rc, _inv.c.resource_class_id == _rc.c.id)
-             .where(_inv.c.provider_id.in_(sorted(provider_ids))))
-    return {(row[0], row[1]): capacity.Inventory(*row[2:])
-            for row in conn.execute(query)}
 
 
 def replace_inventories(conn, provider_id, by_class_id, forced=()):
@@ -158,6 +163,32 @@ def replace_inventories(conn, provider_id, by_class_id, forced=()):
             conn.execute(sa.insert(_inv).values(
                 provider_id=provider_id, resource_class_id=class_id,
                 created_at=now, **values))
+
+
+def capacity_state(conn, provider_ids):
+    """({(provider_id, class): Inventory}, {(provider_id, class): used})
+    in one statement."""
+    if not provider_ids:
+        return {}, {}
+    usage = (sa.select(_alloc.c.provider_id, _alloc.c.resource_class_id,
+                       sa.func.sum(_alloc.c.used).label('used'))
+             .where(_alloc.c.provider_id.in_(sorted(provider_ids)))
+             .group_by(_alloc.c.provider_id, _alloc.c.resource_class_id)
+             .subquery('usage'))
+    query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
+                       usage.c.used)
+             .join(_rc, _inv.c.resource_class_id == _rc.c.id)
+             .outerjoin(usage, sa.and_(
+                 usage.c.provider_id == _inv.c.provider_id,
+                 usage.c.resource_class_id == _inv.c.resource_class_id))
+             .where(_inv.c.provider_id.in_(sorted(provider_ids))))
+    inventories, used = {}, {}
+    for row in conn.execute(query):
+        key = (row[0], row[1])
+        inventories[key] = capacity.Inventory(*row[2:8])
+        if row[8]:
+            used[key] = int(row[8])
+    return inventories, used
 
 
 def usages(conn, provider_ids):

@@ -34,8 +34,10 @@ def fresh_database(backend, scratch):
     name = 'aw_test_%s' % uuid.uuid4().hex[:12]
     server = SERVER_URLS[backend]
     admin_db = 'postgres' if backend == 'postgresql' else ''
+    # No pool: the server may have been restarted by the time we drop.
     engine = sa.create_engine('%s/%s' % (server, admin_db),
-                              isolation_level='AUTOCOMMIT')
+                              isolation_level='AUTOCOMMIT',
+                              poolclass=sa.pool.NullPool)
     with engine.connect() as conn:
         conn.exec_driver_sql('CREATE DATABASE %s' % name)
     suffix = '?charset=utf8mb4' if backend == 'mysql' else ''

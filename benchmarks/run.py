@@ -1,0 +1,309 @@
+"""allocworker benchmarks: throughput and latency against the broker and
+database ceilings measured in the same run.
+
+    .venv/bin/python -m benchmarks.run [--workers 2] [--mysql] [--quick]
+                                       [--json] [--preload N]
+
+Starts ``allocworker-worker`` (``--workers`` processes) on the real
+RabbitMQ and a fresh PostgreSQL (or MariaDB) database, loads providers,
+and drives each workload at each concurrency from threads sharing one
+oslo.messaging client. Every figure is reported with the ceiling it is
+compared to: the no-op RPC round-trip rate (same broker, same number of
+server processes) for RPC workloads, items/s of a no-op call carrying 100
+items for batches, and the bare commit rate of one allocation-sized
+transaction for the database row.
+"""
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import sqlalchemy as sa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from tests.functional import services  # noqa: E402
+
+HOSTS = 50
+BATCH = 100
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def drive(fn, concurrency, seconds, items_per_call=1):
+    """Run ``fn`` from ``concurrency`` threads for ``seconds``; returns
+    (items per second, p50 ms, p99 ms, errors)."""
+    latencies, errors = [], []
+    lock = threading.Lock()
+    stop = time.monotonic() + seconds
+
+    def loop():
+        mine = []
+        while time.monotonic() < stop:
+            started = time.monotonic()
+            try:
+                fn()
+            except Exception as exc:  # counted, shown, never hidden
+                errors.append(repr(exc))
+            mine.append(time.monotonic() - started)
+        with lock:
+            latencies.extend(mine)
+
+    begun = time.monotonic()
+    threads = [threading.Thread(target=loop) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - begun
+    calls = len(latencies)
+    return (calls * items_per_call / elapsed,
+            percentile(latencies, 0.5) * 1000,
+            percentile(latencies, 0.99) * 1000, errors)
+
+
+class Bench(object):
+
+    def __init__(self, args, database, scratch):
+        self.args = args
+        self.database = database
+        topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
+        config = services.write_config(
+            os.path.join(scratch, 'bench.conf'), database, topic,
+            workers=args.workers,
+            extra='[DEFAULT]\nexecutor_thread_pool_size = 64\n')
+        services.manage(config, 'db', 'sync')
+        self.client = services.BareClient(topic, timeout=120)
+        self.worker = services.Worker(config).start(self.client)
+        self.noop_topic = topic + '-noop'
+        self.noop = [subprocess.Popen(
+            [sys.executable, '-m', 'benchmarks.noop_server',
+             services.RABBIT_URL, self.noop_topic, 'noop%d' % i],
+            cwd=ROOT) for i in range(args.workers)]
+        self._wait_for_noop()
+        self.hosts = []
+        for n in range(HOSTS):
+            host = str(uuid.uuid4())
+            gen = self.client.create_provider(
+                uuid=host, name='bench-%d-%s' % (n, host))['items'][0][
+                'generation']
+            self.client.set_inventories(
+                provider_uuid=host, provider_generation=gen,
+                inventories={'VCPU': {'total': 2 ** 31 - 1},
+                             'MEMORY_MB': {'total': 2 ** 31 - 1}})
+            self.hosts.append(host)
+        self.readable = []
+        self.rows = []
+
+    def _wait_for_noop(self):
+        import oslo_messaging as messaging
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                self.client.client.prepare(topic=self.noop_topic,
+                                           timeout=2).call({}, 'echo', arg=1)
+                return
+            except messaging.MessagingTimeout:
+                continue
+        raise RuntimeError('the no-op server did not start')
+
+    def close(self):
+        for p in self.noop:
+            p.terminate()
+            p.wait()
+        self.worker.stop()
+
+    # -- helpers ----------------------------------------------------------
+
+    def item(self, consumer=None, generation=None):
+        return {'consumer_uuid': consumer or str(uuid.uuid4()),
+                'consumer_generation': generation,
+                'project_id': 'bench', 'user_id': 'bench',
+                'allocations': {random.choice(self.hosts): {
+                    'VCPU': 1, 'MEMORY_MB': 512}}}
+
+    def check(self, answer):
+        if answer['status'] != 200:
+            raise RuntimeError('not all items 200: %s' % str(answer)[:300])
+        return answer
+
+    def preload(self, count):
+        """Store ``count`` allocations first (scale runs)."""
+        done = 0
+        while done < count:
+            n = min(1000, count - done)
+            self.check(self.client.allocate(
+                items=[self.item() for _ in range(n)], atomic=True))
+            done += n
+
+    def record(self, workload, concurrency, result, ceiling, unit='calls'):
+        per_s, p50, p99, errors = result
+        row = {'workload': workload, 'concurrency': concurrency,
+               'per_s': round(per_s, 1), 'p50_ms': round(p50, 2),
+               'p99_ms': round(p99, 2),
+               'ceiling_per_s': round(ceiling, 1) if ceiling else None,
+               'ratio': round(per_s / ceiling, 3) if ceiling else None,
+               'unit': unit, 'errors': len(errors)}
+        self.rows.append(row)
+        if self.args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            print('%-28s c=%-3d %10.1f %-6s/s  p50 %8.2f ms  p99 %8.2f ms'
+                  '  ceiling %10s  ratio %6s%s'
+                  % (workload, concurrency, per_s, unit, p50, p99,
+                     row['ceiling_per_s'], row['ratio'],
+                     '  ERRORS %d: %s' % (len(errors), errors[0])
+                     if errors else ''), flush=True)
+        return per_s
+
+    # -- ceilings ----------------------------------------------------------
+
+    def noop_call(self, arg):
+        return self.client.client.prepare(topic=self.noop_topic).call(
+            {}, 'echo', arg=arg)
+
+    def db_ceiling(self, concurrency, seconds):
+        engine = sa.create_engine(self.database, pool_size=concurrency,
+                                  max_overflow=0)
+        with engine.begin() as conn:
+            conn.exec_driver_sql(
+                'CREATE TABLE IF NOT EXISTS bench_rows (id %s, consumer '
+                'VARCHAR(36), provider VARCHAR(36), used INTEGER)' % (
+                    'SERIAL PRIMARY KEY' if 'postgres' in self.database
+                    else 'INTEGER AUTO_INCREMENT PRIMARY KEY'))
+            conn.exec_driver_sql(
+                'CREATE TABLE IF NOT EXISTS bench_gen (id INTEGER PRIMARY '
+                'KEY, generation INTEGER)')
+            conn.exec_driver_sql('DELETE FROM bench_gen')
+            for n in range(concurrency):
+                conn.exec_driver_sql('INSERT INTO bench_gen VALUES (%d, 0)'
+                                     % n)
+
+        def one_transaction():
+            me = threading.get_ident() % concurrency
+            consumer = str(uuid.uuid4())
+            with engine.begin() as conn:
+                conn.exec_driver_sql(
+                    'UPDATE bench_gen SET generation = generation + 1 '
+                    'WHERE id = %d' % me)
+                conn.exec_driver_sql(
+                    "INSERT INTO bench_rows (consumer, provider, used) "
+                    "VALUES ('%s', 'p', 1), ('%s', 'p', 512)"
+                    % (consumer, consumer))
+
+        try:
+            return drive(one_transaction, concurrency, seconds)
+        finally:
+            engine.dispose()
+
+    # -- the run -------------------------------------------------------------
+
+    def run(self):
+        seconds = self.args.seconds
+        client = self.client
+        for c in self.args.concurrency:
+            noop = self.record('noop_rpc_roundtrip', c,
+                               drive(lambda: self.noop_call(1), c, seconds),
+                               None)
+            payload = [self.item() for _ in range(BATCH)]
+            noop_batch = self.record(
+                'noop_rpc_100_items', c,
+                drive(lambda: self.noop_call(payload), c, seconds, BATCH),
+                None, 'items')
+            db_ceiling = self.record('db_commit', c,
+                                     self.db_ceiling(c, seconds), None,
+                                     'txns')
+            self.record('allocate_single', c, drive(
+                lambda: self.check(client.allocate(items=[self.item()])),
+                c, seconds), noop)
+            for atomic in (False, True):
+                self.record(
+                    'allocate_batch_100_%s' % ('atomic' if atomic
+                                               else 'independent'), c,
+                    drive(lambda: self.check(client.allocate(
+                        items=[self.item() for _ in range(BATCH)],
+                        atomic=atomic)), c, seconds, BATCH), noop_batch,
+                    'items')
+            if not self.readable:
+                answer = self.check(client.allocate(
+                    items=[self.item() for _ in range(200)]))
+                self.readable = [i['consumer_uuid'] for i in answer['items']]
+            self.record('get_allocations_one', c, drive(
+                lambda: self.check(client.get_allocations(
+                    consumer_uuids=[random.choice(self.readable)])),
+                c, seconds), noop)
+            self.record('mixed_70w_30r', c, drive(self.mixed, c, seconds),
+                        noop)
+            del db_ceiling
+
+    def mixed(self):
+        if random.random() < 0.3:
+            self.check(self.client.get_allocations(
+                consumer_uuids=[random.choice(self.readable)]))
+        elif random.random() < 0.5 and len(self.readable) > 100:
+            consumer = self.readable.pop()
+            current = self.client.get_allocations(
+                consumer_uuids=[consumer])['items'][0]
+            if current['status'] == 200:
+                self.check(self.client.allocate(items=[self.item(
+                    consumer, current['consumer_generation'])]))
+                self.readable.insert(0, consumer)
+        else:
+            answer = self.check(self.client.allocate(items=[self.item()]))
+            self.readable.append(answer['items'][0]['consumer_uuid'])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--mysql', action='store_true',
+                        help='MariaDB instead of PostgreSQL')
+    parser.add_argument('--quick', action='store_true',
+                        help='concurrency 1 and 16, 2 s per figure')
+    parser.add_argument('--seconds', type=float, default=10.0,
+                        help='measuring time per figure')
+    parser.add_argument('--concurrency', default='1,4,16,64')
+    parser.add_argument('--preload', type=int, default=0,
+                        help='allocations stored before measuring')
+    parser.add_argument('--json', action='store_true',
+                        help='one JSON object per row')
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds = min(args.seconds, 2.0)
+        args.concurrency = '1,16' if args.concurrency == '1,4,16,64' \
+            else args.concurrency
+    args.concurrency = [int(c) for c in args.concurrency.split(',')]
+    from oslo_config import cfg
+    cfg.CONF([], project='allocworker-bench')
+    subprocess.run([os.path.join(ROOT, 'tools', 'ensure-services.sh')],
+                   check=True)
+    backend = 'mysql' if args.mysql else 'postgresql'
+    with tempfile.TemporaryDirectory() as scratch, \
+            services.fresh_database(backend, scratch) as database:
+        bench = Bench(args, database, scratch)
+        try:
+            if args.preload:
+                started = time.monotonic()
+                bench.preload(args.preload)
+                print('# preloaded %d allocations in %.0f s'
+                      % (args.preload, time.monotonic() - started),
+                      file=sys.stderr)
+            bench.run()
+        finally:
+            bench.close()
+    return 1 if any(r['errors'] for r in bench.rows) else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""A sustained load of concurrent clients that retry with idempotency
+keys, and the ledger that proves no acknowledged write was lost."""
+
+import collections
+import threading
+import time
+import uuid
+
+import oslo_messaging as messaging
+
+from tests.functional.helpers import alloc_item
+
+
+class Load(object):
+    """``clients`` threads, each sending batches of new consumers with
+    idempotency keys; a call that times out is sent again with the same
+    keys until it is answered."""
+
+    def __init__(self, rpc, hosts, clients=8, batch=10, rpc_timeout=8):
+        self.rpc = rpc
+        self.hosts = hosts
+        self.clients = clients
+        self.batch = batch
+        self.rpc_timeout = rpc_timeout
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.figures = collections.Counter()
+        self.acknowledged = {}   # consumer uuid -> generation
+        self.statuses = collections.Counter()
+        self.threads = []
+
+    def start(self):
+        for n in range(self.clients):
+            t = threading.Thread(target=self._client, args=(n,), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def stop(self, timeout=180):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(timeout)
+        assert not any(t.is_alive() for t in self.threads), 'client stuck'
+
+    def _client(self, n):
+        while not self.stopping.is_set():
+            items = [alloc_item(str(uuid.uuid4()),
+                                {self.hosts[(n + i) % len(self.hosts)]:
+                                 {'VCPU': 1}},
+                                idempotency_key=str(uuid.uuid4()))
+                     for i in range(self.batch)]
+            answer = self._send(items)
+            if answer is None:
+                continue
+            with self.lock:
+                for item in answer['items']:
+                    self.statuses[(item['status'], item.get('code'))] += 1
+                    if item['status'] == 200:
+                        self.acknowledged[item['consumer_uuid']] = \
+                            item['consumer_generation']
+
+    def _send(self, items):
+        """Send until answered (the same keys every time)."""
+        self._count('calls made')
+        first = True
+        while True:
+            if not first:
+                self._count('retries')
+            first = False
+            try:
+                answer = self.rpc.call('allocate', rpc_timeout=self.rpc_timeout,
+                                       items=items)
+            except (messaging.MessagingTimeout, messaging.MessagingException,
+                    OSError):
+                if self.stopping.is_set() and self.figures['retries'] > 10000:
+                    self._count('given up')
+                    return None
+                time.sleep(0.5)
+                continue
+            self._count('calls answered')
+            return answer
+
+    def _count(self, what, n=1):
+        with self.lock:
+            self.figures[what] += n
+
+    def lost(self):
+        """Acknowledged consumers the books do not show (must be none)."""
+        missing = []
+        uuids = list(self.acknowledged)
+        for start in range(0, len(uuids), 500):
+            chunk = uuids[start:start + 500]
+            answer = self.rpc.call('get_allocations', consumer_uuids=chunk,
+                                   rpc_timeout=60)
+            missing += [i['consumer_uuid'] for i in answer['items']
+                        if i['status'] != 200 or i['consumer_generation']
+                        != self.acknowledged[i['consumer_uuid']]]
+        return missing
+
+    def report(self, name):
+        lost = self.lost()
+        print('\n%s: %s; acknowledged items %d; lost %d; statuses %s'
+              % (name, dict(self.figures), len(self.acknowledged), len(lost),
+                 dict(self.statuses)))
+        return lost

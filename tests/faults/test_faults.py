@@ -1,0 +1,129 @@
+"""Faults under sustained load: a worker killed, the broker and the
+database restarted, a worker stopped. Each test ends with the audit of the
+books clean and every acknowledged write present, and prints its figures.
+"""
+
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.faults.load import Load
+from tests.functional import services
+from tests.functional.helpers import provider
+
+BACKENDS = ['postgresql']
+
+
+@pytest.fixture
+def hosts(rpc):
+    return [provider(rpc, {'VCPU': {'total': 100000}})[0] for _ in range(4)]
+
+
+def audit_clean(scratch):
+    result = services.manage('%s/worker.conf' % scratch, 'audit',
+                             '--grace-seconds', '600', check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def answers_again(rpc, within):
+    """Seconds until a call is answered again (fails after ``within``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        try:
+            rpc.call('list_resource_classes', rpc_timeout=3)
+            return time.monotonic() - started
+        except Exception:
+            time.sleep(0.5)
+    raise AssertionError('no answer within %d s' % within)
+
+
+def test_sigkill_of_a_worker_process_mid_batches(rpc, hosts, scratch):
+    load = Load(rpc, hosts).start()
+    time.sleep(3)
+    victims = rpc.worker.child_pids()
+    os.kill(victims[0], signal.SIGKILL)
+    time.sleep(6)
+    assert len(rpc.worker.child_pids()) == len(victims)  # replaced
+    load.stop()
+    lost = load.report('SIGKILL one worker process')
+    assert lost == []
+    assert load.figures['calls answered'] == load.figures['calls made']
+    audit_clean(scratch)
+
+
+def _rabbit(action):
+    subprocess.run(['rabbitmqctl', action], check=True,
+                   capture_output=True, timeout=120)
+
+
+def test_rabbitmq_restart_mid_load(rpc, hosts, scratch):
+    load = Load(rpc, hosts).start()
+    time.sleep(3)
+    try:
+        _rabbit('stop_app')
+        time.sleep(3)
+    finally:
+        _rabbit('start_app')
+    back = answers_again(rpc, within=60)
+    print('\ncalls answered again %.1f s after the broker returned' % back)
+    assert back <= 30
+    time.sleep(5)
+    load.stop()
+    lost = load.report('RabbitMQ restart')
+    assert lost == []
+    assert load.figures['calls answered'] == load.figures['calls made']
+    audit_clean(scratch)
+
+
+def _postgresql(action):
+    version = sorted(os.listdir('/etc/postgresql'))[-1]
+    subprocess.run(['pg_ctlcluster', '--skip-systemctl-redirect', version,
+                    'main', action], check=True, capture_output=True,
+                   timeout=120)
+
+
+@pytest.mark.skipif(not os.path.isdir('/etc/postgresql'),
+                    reason='needs a local PostgreSQL cluster to restart')
+def test_postgresql_restart_mid_load(rpc, hosts, scratch):
+    load = Load(rpc, hosts).start()
+    time.sleep(3)
+    _postgresql('restart')
+    time.sleep(8)
+    load.stop()
+    lost = load.report('PostgreSQL restart')
+    assert lost == []
+    # In-flight transactions failed cleanly: 500 items, nothing else odd.
+    assert set(load.statuses) <= {(200, None), (500, 'internal_error')}
+    # And later calls succeed without restarting any worker.
+    after = Load(rpc, hosts, clients=2).start()
+    time.sleep(3)
+    after.stop()
+    assert after.report('after the PostgreSQL restart') == []
+    assert set(after.statuses) == {(200, None)}
+    audit_clean(scratch)
+
+
+def test_sigterm_during_load_finishes_calls_then_exits_0(
+        database, scratch, hosts, rpc):
+    topic = 'aw-term-%d' % os.getpid()
+    config = services.write_config('%s/term.conf' % scratch, database,
+                                   topic, workers=2)
+    client = services.BareClient(topic, timeout=30)
+    worker = services.Worker(config).start(client)
+    load = Load(client, hosts, clients=4).start()
+    time.sleep(3)
+    code = worker.stop()
+    load.stopping.set()
+    assert code == 0
+    print('\nSIGTERM: worker exited %d' % code)
+    # Calls the stopping worker had taken were answered; those sent after
+    # wait in the queue (or are re-sent with their keys) for a new worker.
+    restarted = services.Worker(config).start(client)
+    try:
+        load.stop()
+        assert load.report('SIGTERM during load') == []
+    finally:
+        assert restarted.stop() == 0
