@@ -9,6 +9,7 @@ from allocworker.db import api as db
 from allocworker.db import books as db_books
 from allocworker import groups
 
+
 def check(grace_seconds=0):
     """[{"invariant", "rows"}] for every invariant with breaches.
 

@@ -24,7 +24,7 @@ def fits(inventory, used):
 
 
 def unit_violation(inventory, amount):
-    """Why one allocation of ``amount`` breaks the inventory's units, or None."""
+    """Why one allocation of ``amount`` breaks the units, or None."""
     if amount < inventory.min_unit:
         return 'is below min_unit %d' % inventory.min_unit
     if amount > inventory.max_unit:

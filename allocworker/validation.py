@@ -26,7 +26,8 @@ def _show(value):
 
 def uuid(value, field):
     if not isinstance(value, str):
-        raise invalid('%s must be a UUID string, not %s' % (field, _show(value)))
+        raise invalid('%s must be a UUID string, not %s'
+                      % (field, _show(value)))
     try:
         return str(uuidlib.UUID(value))
     except ValueError:

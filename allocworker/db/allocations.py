@@ -67,7 +67,8 @@ def create_consumers(conn, consumers, generation):
         return {}
     now = timeutils.utcnow()
     rows = conn.execute(
-        sa.insert(_c).returning(_c.c.uuid, _c.c.id, sort_by_parameter_order=True),
+        sa.insert(_c).returning(_c.c.uuid, _c.c.id,
+                                sort_by_parameter_order=True),
         [{'uuid': u, 'project_id': p, 'user_id': us, 'consumer_type': t,
           'generation': generation, 'created_at': now}
          for u, p, us, t in consumers])
@@ -101,8 +102,8 @@ def delete_consumers(conn, consumer_ids):
 
 
 def _described(rows):
-    """Fold consumer x allocation rows into
-    {uuid: (Consumer, {provider_uuid: ({class: used}, provider_generation)})}."""
+    """Fold consumer x allocation rows into {uuid: (Consumer,
+    {provider_uuid: ({class: used}, provider_generation)})}."""
     found = collections.OrderedDict()
     width = len(Consumer._fields)
     for row in rows:

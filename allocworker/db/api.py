@@ -42,7 +42,8 @@ def _make_sqlite_directory(url):
 def _engine_options(conf):
     db = conf.database
     options = dict(connection=db.connection, sqlite_fk=True,
-                   max_retries=db.max_retries, retry_interval=db.retry_interval)
+                   max_retries=db.max_retries,
+                   retry_interval=db.retry_interval)
     for name in ('max_pool_size', 'max_overflow', 'pool_timeout',
                  'connection_recycle_time', 'mysql_sql_mode'):
         options[name] = getattr(db, name)

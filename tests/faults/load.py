@@ -68,8 +68,8 @@ class Load(object):
                 self._count('retries')
             first = False
             try:
-                answer = self.rpc.call('allocate', rpc_timeout=self.rpc_timeout,
-                                       items=items)
+                answer = self.rpc.call(
+                    'allocate', rpc_timeout=self.rpc_timeout, items=items)
             except (messaging.MessagingTimeout, messaging.MessagingException,
                     OSError):
                 if self.stopping.is_set() and self.figures['retries'] > 10000:

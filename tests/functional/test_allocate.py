@@ -151,8 +151,8 @@ def test_over_capacity_provider_accepts_writes_that_do_not_add_usage(
         force=True))
     assert shrunk['status'] == 200
     # Growing the over-committed class is refused...
-    assert_fault(allocate(rpc, ids.consumer, {host: {'VCPU': 8,
-                                                      'MEMORY_MB': 512}},
+    grow_vcpu = {host: {'VCPU': 8, 'MEMORY_MB': 512}}
+    assert_fault(allocate(rpc, ids.consumer, grow_vcpu,
                           made['consumer_generation']),
                  409, 'capacity.exceeded')
     # ...while keeping it and growing another class is fine,
@@ -160,8 +160,8 @@ def test_over_capacity_provider_accepts_writes_that_do_not_add_usage(
                      made['consumer_generation'])
     assert grown['status'] == 200
     # as is shrinking it, even while still above capacity.
-    smaller = allocate(rpc, ids.consumer, {host: {'VCPU': 5,
-                                                   'MEMORY_MB': 1024}},
+    shrink_vcpu = {host: {'VCPU': 5, 'MEMORY_MB': 1024}}
+    smaller = allocate(rpc, ids.consumer, shrink_vcpu,
                        grown['consumer_generation'])
     assert smaller['status'] == 200
     assert usage(rpc, host) == {'VCPU': 5, 'MEMORY_MB': 1024}

@@ -199,16 +199,16 @@ def test_missing_events_time_out_per_name(agent, ids):
 
 def test_cast_is_recorded_like_a_call(agent, ids):
     consumer, _ = existing_consumer(agent)
-    agent.cast('external_event', events=[event(consumer, name='volume-extended',
-                                               tag='vol-1')])
+    agent.cast('external_event', events=[
+        event(consumer, name='volume-extended', tag='vol-1')])
     item = one(agent.wait_for_events(consumer_uuid=consumer,
                                      names=['volume-extended:vol-1'],
                                      timeout=20))
     assert item['status'] == 200
 
 
-def test_held_event_expires_when_its_consumer_never_comes(agent, ids,
-                                                         scratch):
+def test_held_event_expires_when_its_consumer_never_comes(
+        agent, ids, scratch):
     agent.external_event(events=[event(ids.consumer)])
     time.sleep(HOLD_SECONDS + 3)  # the window plus an upkeep run
     answer = agent.wait_for_events(consumer_uuid=ids.consumer,
