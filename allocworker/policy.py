@@ -50,9 +50,10 @@ def allowed(context, call, project_id=None):
     memo = context.__dict__.setdefault('_allocworker_policy', {})
     if (call, project_id) not in memo:
         target = {'project_id': project_id, 'user_id': context.user_id}
+        credentials = context.to_policy_values()
+        credentials['is_admin'] = bool(context.is_admin)
         memo[(call, project_id)] = get_enforcer().authorize(
-            'allocworker:%s' % call, target, context.to_policy_values(),
-            do_raise=False)
+            'allocworker:%s' % call, target, credentials, do_raise=False)
     return memo[(call, project_id)]
 
 

@@ -1,5 +1,6 @@
 """Queries on resource classes."""
 
+import os_resource_classes
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -8,13 +9,27 @@ from allocworker.db import schema
 _rc = schema.resource_classes
 
 
+# Standard classes are created by db sync and never change or go away, so
+# their ids are remembered per process (per database URL); custom classes
+# are always read.
+_standard_ids = {}
+
+
 def ids_by_name(conn, names):
     """{name: id} for those of ``names`` that exist."""
     if not names:
         return {}
-    rows = conn.execute(sa.select(_rc.c.name, _rc.c.id)
-                        .where(_rc.c.name.in_(sorted(set(names)))))
-    return dict(rows.all())
+    known = _standard_ids.setdefault(str(conn.engine.url), {})
+    found = {n: known[n] for n in names if n in known}
+    missing = sorted(set(names) - set(found))
+    if missing:
+        rows = conn.execute(sa.select(_rc.c.name, _rc.c.id)
+                            .where(_rc.c.name.in_(missing)))
+        for name, class_id in rows:
+            found[name] = class_id
+            if name in os_resource_classes.STANDARDS:
+                known[name] = class_id
+    return found
 
 
 def names(conn):

@@ -9,7 +9,9 @@ by ``[oslo_policy] policy_file``.
 
 from oslo_policy import policy
 
-ADMIN = 'role:admin'
+# is_admin: a context the caller built with is_admin=True (the
+# convention of oslo.context's own admin contexts).
+ADMIN = 'role:admin or is_admin:True'
 SERVICE = 'role:service'
 ADMIN_OR_SERVICE = 'rule:admin or rule:service'
 OWNER = 'project_id:%(project_id)s'

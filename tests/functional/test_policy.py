@@ -191,3 +191,15 @@ def test_policy_file_opens_and_closes_rules_at_run_time(database, scratch):
         assert one(again)['status'] == 403
     finally:
         assert worker.stop() == 0
+
+
+def test_is_admin_context_counts_as_admin(rpc):
+    new = str(uuid.uuid4())
+    context = {'request_id': 'req-1', 'is_admin': True, 'roles': []}
+    item = one(rpc.call('create_provider', context=context, uuid=new,
+                        name='admin-ctx-' + new))
+    assert item['status'] == 200
+    nobody = {'request_id': 'req-2', 'roles': []}
+    item = one(rpc.call('create_provider', context=nobody,
+                        uuid=str(uuid.uuid4()), name='nobody-' + new))
+    assert (item['status'], item['code']) == (403, 'forbidden')
