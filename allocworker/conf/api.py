@@ -9,6 +9,14 @@ api_opts = [
                        help='Address allocworker-api listens on.'),
     cfg.PortOpt('port', default=8778,
                 help='Port allocworker-api listens on.'),
+    cfg.StrOpt('auth_strategy', default='keystone',
+               choices=[('keystone', 'keystonemiddleware auth_token; '
+                         'configure [keystone_authtoken]'),
+                        ('noauth2', 'development only: x-auth-token: '
+                         'USER[:PROJECT], "admin" is an admin')],
+               help='How allocworker-api authenticates callers.'),
+    cfg.IntOpt('threads', default=16, min=1,
+               help='Requests allocworker-api serves at once.'),
 ]
 
 

@@ -10,9 +10,9 @@ ROOT = os.path.join(os.path.dirname(__file__), '..', '..', 'allocworker')
 # Lower numbers are lower layers; a module may import its own layer or
 # lower ones only.
 LAYERS = [
-    ('allocworker.cmd', 6),
+    ('allocworker.cmd', 7), ('allocworker.api', 6),
     ('allocworker.manager', 5), ('allocworker.rpcapi', 5),
-    ('allocworker.service', 5),
+    ('allocworker.service', 5), ('allocworker.calls', 5),
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),

@@ -1,0 +1,53 @@
+"""Every call of the API, by name, and the one way it is answered.
+
+The RPC manager and the HTTP mirror both answer through ``answer``, so a
+call behaves the same whichever way it arrives: arguments bound to the
+service-layer function (unknown or missing ones are a whole-request 400),
+the design's envelope, the audit trail.
+"""
+
+import inspect
+
+from oslo_log import log as logging
+
+from allocworker import allocations
+from allocworker import audit
+from allocworker import codes
+from allocworker import events
+from allocworker import groups
+from allocworker import providers
+
+LOG = logging.getLogger(__name__)
+
+CALLS = {fn.__name__: fn for fn in (
+    allocations.allocate, allocations.get_allocations,
+    allocations.list_allocations, allocations.list_consumers,
+    providers.create_provider, providers.delete_provider,
+    providers.get_providers, providers.set_inventories,
+    providers.get_usages, providers.create_resource_class,
+    providers.list_resource_classes,
+    events.external_event, events.wait_for_events,
+    groups.create_group, groups.delete_group, groups.add_members,
+    groups.remove_members, groups.get_groups,
+)}
+
+
+def answer(context, name, kwargs):
+    """The envelope answering call ``name`` with keyword ``kwargs``."""
+    request_id = getattr(context, 'request_id', None)
+    service_call = CALLS[name]
+    try:
+        try:
+            bound = inspect.signature(service_call).bind(context, **kwargs)
+        except TypeError as exc:
+            raise codes.Fault(codes.INVALID_REQUEST,
+                              'bad arguments: %s' % exc)
+        items = service_call(*bound.args, **bound.kwargs)
+    except codes.Fault as fault:
+        return codes.request_error(request_id, fault)
+    except Exception:
+        LOG.exception('%s failed unexpectedly (request %s)', name,
+                      request_id)
+        return codes.request_error(request_id, codes.unexpected(request_id))
+    audit.record(context, name, items)
+    return codes.envelope(request_id, items)

@@ -1,0 +1,42 @@
+"""allocworker-api: the REST shim on [api] host and port (development
+server; production deployments serve allocworker.cmd.wsgi:application
+from uWSGI, gunicorn or mod_wsgi)."""
+
+import signal
+import socketserver
+import sys
+import threading
+from wsgiref import simple_server
+
+from oslo_log import log as logging
+
+from allocworker.api import app
+from allocworker.cmd import common
+from allocworker.conf import CONF
+from allocworker.db import api as db
+
+LOG = logging.getLogger(__name__)
+
+
+class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class _QuietHandler(simple_server.WSGIRequestHandler):
+    def log_message(self, fmt, *args):
+        LOG.info('%s %s', self.address_string(), fmt % args)
+
+
+def main(argv=None):
+    common.prepare(sys.argv[1:] if argv is None else argv)
+    db.configure(CONF)
+    server = simple_server.make_server(
+        CONF.api.host, CONF.api.port, app.build(CONF),
+        server_class=_Server, handler_class=_QuietHandler)
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(
+        target=server.shutdown).start())
+    LOG.info('allocworker-api serving on %s:%d', CONF.api.host,
+             CONF.api.port)
+    server.serve_forever()
+    return 0

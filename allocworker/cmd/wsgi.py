@@ -1,0 +1,25 @@
+"""The WSGI entry for uWSGI, gunicorn or mod_wsgi:
+``allocworker.cmd.wsgi:application``.
+
+Configuration files come from ``ALLOCWORKER_CONFIG_FILES`` (comma
+separated) or oslo.config's default places (/etc/allocworker/...).
+"""
+
+import os
+
+from allocworker.api import app
+from allocworker.cmd import common
+from allocworker.conf import CONF
+from allocworker.db import api as db
+
+
+def init():
+    files = [f for f in os.environ.get('ALLOCWORKER_CONFIG_FILES',
+                                       '').split(',') if f]
+    common.prepare([], default_config_files=files or None)
+    db.configure(CONF)
+    return app.build(CONF)
+
+
+application = init() if os.environ.get('ALLOCWORKER_WSGI_AUTOLOAD',
+                                       '1') == '1' else None
