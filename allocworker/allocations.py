@@ -20,6 +20,7 @@ from oslo_utils import timeutils
 from allocworker import capacity
 from allocworker import codes
 from allocworker import groups
+from allocworker import items as item_results
 from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
@@ -112,15 +113,10 @@ def _echo_uuid(raw):
     return None
 
 
-def _parse_batch(items):
+def _parse_batch(batch):
     """[Request | Fault] in input order; a consumer named twice faults
     every item that names it."""
-    parsed = []
-    for index, raw in enumerate(items):
-        try:
-            parsed.append(parse_item(raw, index))
-        except codes.Fault as fault:
-            parsed.append(fault)
+    parsed = item_results.each(batch, parse_item, 'items')
     for field in ('consumer_uuid', 'idempotency_key'):
         seen = collections.Counter(getattr(r, field) for r in parsed
                                    if isinstance(r, Request))
@@ -513,15 +509,9 @@ def _show(generation):
 def get_allocations(context, consumer_uuids):
     validation.uuid_list(consumer_uuids, 'consumer_uuids',
                          CONF.worker.max_batch_items)
-    wanted = []
-    for i, raw in enumerate(consumer_uuids):
-        try:
-            wanted.append(validation.uuid(raw, 'consumer_uuids[%d]' % i))
-        except codes.Fault as fault:
-            wanted.append(fault)
+    wanted = item_results.each_uuid(consumer_uuids, 'consumer_uuids')
     with db.reader() as conn:
-        found = db_allocations.describe(
-            conn, [u for u in wanted if not isinstance(u, codes.Fault)])
+        found = db_allocations.describe(conn, item_results.valid(wanted))
     items = []
     for raw, uuid in zip(consumer_uuids, wanted):
         if isinstance(uuid, codes.Fault):

@@ -12,6 +12,7 @@ import time
 from oslo_utils import timeutils
 
 from allocworker import codes
+from allocworker import items
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import events as db_events
@@ -64,13 +65,8 @@ def parse_event(raw, index):
 
 def external_event(context, events):
     validation.batch(events, 'events', CONF.worker.max_batch_items)
-    parsed = []
-    for index, raw in enumerate(events):
-        try:
-            parsed.append(parse_event(raw, index))
-        except codes.Fault as fault:
-            parsed.append(fault)
-    keys = [p for p in parsed if not isinstance(p, codes.Fault)]
+    parsed = items.each(events, parse_event, 'events')
+    keys = items.valid(parsed)
     if keys:
         projects = _projects(key[0] for key in keys)
         parsed = [p if isinstance(p, codes.Fault) or policy.allowed(
@@ -78,7 +74,7 @@ def external_event(context, events):
                   else policy.denied(context, 'external_event',
                                      'consumer %s' % p[0])
                   for p in parsed]
-        keys = [p for p in parsed if not isinstance(p, codes.Fault)]
+        keys = items.valid(parsed)
     existing, stored = retry.write(_record, keys) if keys else (set(), [])
     notifications.emit(context, notifications.EVENT_RECEIVED,
                        [_event_payload(e) for e in stored])
@@ -168,17 +164,12 @@ def wait_for_events(context, consumer_uuid, names, timeout):
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
             or timeout < 0:
         raise validation.invalid('timeout must be a number of seconds >= 0')
-    wanted = []
-    for index, raw in enumerate(names):
-        try:
-            wanted.append(parse_wanted(raw, index))
-        except codes.Fault as fault:
-            wanted.append(fault)
+    wanted = items.each(names, parse_wanted, 'names')
     project = _projects([consumer_uuid]).get(consumer_uuid)
     if not policy.allowed(context, 'wait_for_events', project):
         fault = policy.denied(context, 'wait_for_events',
                               'consumer %s' % consumer_uuid)
-        return [fault.item(name=_echo(raw)) for raw in names]
+        return [fault.item(name=items.echo(raw)) for raw in names]
     deadline = time.monotonic() + min(timeout, max_wait())
     found = {}
     while True:
@@ -205,13 +196,9 @@ def _match(consumer_uuid, wanted, found):
                 found[want] = event
 
 
-def _echo(value):
-    return value if isinstance(value, str) else None
-
-
 def _wait_item(raw, want, found):
     if isinstance(want, codes.Fault):
-        return want.item(name=_echo(raw))
+        return want.item(name=items.echo(raw))
     event = found.get(want)
     if event is None:
         return codes.Fault(codes.EVENT_TIMEOUT,

@@ -7,10 +7,10 @@ members allocating at once are judged one after the other.
 """
 
 from oslo_db import exception as db_exc
-from oslo_log import log as logging
 
 from allocworker import codes
 from allocworker import group_policy
+from allocworker import items
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
@@ -20,7 +20,6 @@ from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.db import providers as db_providers
 
-LOG = logging.getLogger(__name__)
 
 
 def group_item(group, members=None, **extra):
@@ -37,30 +36,14 @@ def _not_found(uuid, code=codes.GROUP_NOT_FOUND):
     return codes.Fault(code, 'consumer group %s does not exist' % uuid)
 
 
-def _echo(value):
-    return value if isinstance(value, str) else None
-
-
-def _guard(context, identity, fn, *args):
-    try:
-        return [fn(*args)]
-    except codes.Fault as fault:
-        return [fault.item(**identity)]
-    except Exception:
-        request_id = getattr(context, 'request_id', None)
-        LOG.exception('%s failed unexpectedly (request %s)', fn.__name__,
-                      request_id)
-        return [codes.unexpected(request_id).item(**identity)]
-
-
 # -- create, delete, read -------------------------------------------------
 
 def create_group(context, uuid, name, policy, max_per_root=None,
                  project_id=None):
     if project_id is None:
         project_id = getattr(context, 'project_id', None)
-    return _guard(context, {'uuid': _echo(uuid)}, _create, context, uuid,
-                  name, policy, max_per_root, project_id)
+    return items.one(context, {'uuid': items.echo(uuid)}, _create, context,
+                     uuid, name, policy, max_per_root, project_id)
 
 
 def _create(context, uuid, name, policy_name, max_per_root, project_id):
@@ -102,7 +85,8 @@ def _read_one(uuid):
 
 
 def delete_group(context, uuid):
-    return _guard(context, {'uuid': _echo(uuid)}, _delete, context, uuid)
+    return items.one(context, {'uuid': items.echo(uuid)}, _delete, context,
+                     uuid)
 
 
 def _delete(context, uuid):
@@ -125,27 +109,19 @@ def get_groups(context, uuids=None, project_id=None):
     """Groups with members and ``roots``; 404 items for unknown uuids."""
     if uuids is not None:
         validation.uuid_list(uuids, 'uuids', CONF.worker.max_batch_items)
-    wanted = None
-    if uuids is not None:
-        wanted = []
-        for i, raw in enumerate(uuids):
-            try:
-                wanted.append(validation.uuid(raw, 'uuids[%d]' % i))
-            except codes.Fault as fault:
-                wanted.append(fault)
+    wanted = None if uuids is None else items.each_uuid(uuids, 'uuids')
     with db.reader() as conn:
         found = db_groups.describe(
-            conn, None if wanted is None else
-            [u for u in wanted if not isinstance(u, codes.Fault)],
+            conn, None if wanted is None else items.valid(wanted),
             project_id=project_id)
-    items = {g.uuid: _described(g, members) if policy.allowed(
+    described = {g.uuid: _described(g, members) if policy.allowed(
         context, 'get_groups', g.project_id) else policy.denied(
         context, 'get_groups', 'group %s' % g.uuid).item(uuid=g.uuid)
         for g, members in found}
     if wanted is None:
-        return [i for i in items.values() if i['status'] == 200]
-    return [w.item(uuid=_echo(raw)) if isinstance(w, codes.Fault)
-            else items.get(w) or _not_found(w).item(uuid=w)
+        return [i for i in described.values() if i['status'] == 200]
+    return [w.item(uuid=items.echo(raw)) if isinstance(w, codes.Fault)
+            else described.get(w) or _not_found(w).item(uuid=w)
             for raw, w in zip(uuids, wanted)]
 
 
@@ -172,29 +148,23 @@ def _change_members(context, group_uuid, consumer_uuids, adding):
     group_uuid = validation.uuid(group_uuid, 'group_uuid')
     validation.uuid_list(consumer_uuids, 'consumer_uuids',
                          CONF.worker.max_batch_items)
-    parsed = []
-    for i, raw in enumerate(consumer_uuids):
-        try:
-            parsed.append(validation.uuid(raw, 'consumer_uuids[%d]' % i))
-        except codes.Fault as fault:
-            parsed.append(fault)
+    parsed = items.each_uuid(consumer_uuids, 'consumer_uuids')
     outcome = retry.write(_write_members, context, group_uuid,
-                          [p for p in parsed
-                           if not isinstance(p, codes.Fault)], adding)
-    items = []
+                          items.valid(parsed), adding)
+    answers = []
     for raw, uuid in zip(consumer_uuids, parsed):
         if isinstance(uuid, codes.Fault):
-            items.append(uuid.item(consumer_uuid=_echo(raw)))
+            answers.append(uuid.item(consumer_uuid=items.echo(raw)))
             continue
         result = outcome.get(uuid, [])
         if isinstance(result, codes.Fault):
-            items.append(result.item(consumer_uuid=uuid))
+            answers.append(result.item(consumer_uuid=uuid))
         else:
             item = {'consumer_uuid': uuid, 'status': 200}
             if result:
                 item['warnings'] = result
-            items.append(item)
-    return items
+            answers.append(item)
+    return answers
 
 
 def _write_members(context, group_uuid, uuids, adding):

@@ -6,9 +6,9 @@ these functions. Each returns a list of result items (dicts) or raises
 """
 
 from oslo_db import exception as db_exc
-from oslo_log import log as logging
 
 from allocworker import capacity
+from allocworker import items
 from allocworker import policy
 from allocworker import codes
 from allocworker import retry
@@ -18,7 +18,6 @@ from allocworker.db import api as db
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 
-LOG = logging.getLogger(__name__)
 
 INVENTORY_FIELDS = ('total',) + tuple(capacity.DEFAULTS)
 
@@ -39,32 +38,15 @@ def inventory_dict(inventory):
 
 # -- providers -----------------------------------------------------------
 
-def _one(context, identity, fn, *args):
-    """A call about one object answers with exactly one item."""
-    try:
-        return [fn(*args)]
-    except codes.Fault as fault:
-        return [fault.item(**identity)]
-    except Exception:
-        request_id = getattr(context, 'request_id', None)
-        LOG.exception('%s failed unexpectedly (request %s)', fn.__name__,
-                      request_id)
-        return [codes.unexpected(request_id).item(**identity)]
-
-
-def _echo(value):
-    return value if isinstance(value, str) else None
-
-
 def _allowed_one(context, call, identity, fn, *args):
     """_one, after the caller's right to ``call`` is checked."""
     if not policy.allowed(context, call):
         return [policy.denied(context, call, 'providers').item(**identity)]
-    return _one(context, identity, fn, *args)
+    return items.one(context, identity, fn, *args)
 
 
 def create_provider(context, uuid, name, parent_uuid=None):
-    return _allowed_one(context, 'create_provider', {'uuid': _echo(uuid)},
+    return _allowed_one(context, 'create_provider', {'uuid': items.echo(uuid)},
                         _create_provider, uuid, name, parent_uuid)
 
 
@@ -101,7 +83,7 @@ def _insert_provider(uuid, name, parent_uuid):
 
 
 def delete_provider(context, uuid):
-    return _allowed_one(context, 'delete_provider', {'uuid': _echo(uuid)},
+    return _allowed_one(context, 'delete_provider', {'uuid': items.echo(uuid)},
                         _delete_provider, uuid)
 
 
@@ -134,13 +116,14 @@ def get_providers(context, uuids=None):
     if uuids is not None:
         uuids = validation.uuid_list(uuids, 'uuids',
                                      CONF.worker.max_batch_items)
-    wanted = _valid_uuids(uuids) if uuids is not None else None
+    wanted = items.each_uuid(uuids, 'uuids') if uuids is not None \
+        else None
     if not policy.allowed(context, 'get_providers'):
         return _denied_reads(context, 'get_providers', uuids, 'uuid')
     with db.reader() as conn:
         found = db_providers.describe(
             conn, None if wanted is None else
-            [u for u in wanted if not isinstance(u, codes.Fault)])
+            items.valid(wanted))
     by_uuid = {provider.uuid: (provider, classes)
                for provider, classes in found}
     if wanted is None:
@@ -154,23 +137,12 @@ def _denied_reads(context, call, uuids, key):
     if uuids is None:
         return []
     fault = policy.denied(context, call, 'providers')
-    return [fault.item(**{key: _echo(raw)}) for raw in uuids]
+    return [fault.item(**{key: items.echo(raw)}) for raw in uuids]
 
 
 def _described_item(provider, classes):
     return provider_item(provider, inventories={
         name: inventory_dict(inv) for name, (inv, _used) in classes.items()})
-
-
-def _valid_uuids(uuids):
-    """Each entry canonicalised, or the Fault it raises, kept in order."""
-    result = []
-    for i, raw in enumerate(uuids):
-        try:
-            result.append(validation.uuid(raw, 'uuids[%d]' % i))
-        except codes.Fault as fault:
-            result.append(fault)
-    return result
 
 
 def _lookup(by_uuid, raw, uuid, build, key='uuid'):
@@ -219,7 +191,7 @@ def parse_inventories(inventories):
 def set_inventories(context, provider_uuid, provider_generation, inventories,
                     force=False):
     return _allowed_one(context, 'set_inventories',
-                        {'uuid': _echo(provider_uuid)}, _set_inventories,
+                        {'uuid': items.echo(provider_uuid)}, _set_inventories,
                         provider_uuid, provider_generation, inventories,
                         force)
 
@@ -294,7 +266,7 @@ def check_inventory_change(provider_uuid, parsed, used, force):
 def get_usages(context, provider_uuids):
     provider_uuids = validation.uuid_list(provider_uuids, 'provider_uuids',
                                           CONF.worker.max_batch_items)
-    wanted = _valid_uuids(provider_uuids)
+    wanted = items.each_uuid(provider_uuids, 'provider_uuids')
     if not policy.allowed(context, 'get_usages'):
         return _denied_reads(context, 'get_usages', provider_uuids,
                              'provider_uuid')
@@ -327,7 +299,8 @@ def describe_usage(uuids=None):
 def create_resource_class(context, name):
     """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
     return _allowed_one(context, 'create_resource_class',
-                        {'name': _echo(name)}, _create_resource_class, name)
+                        {'name': items.echo(name)}, _create_resource_class,
+                        name)
 
 
 def _create_resource_class(name):

@@ -17,6 +17,7 @@ LAYERS = [
     ('allocworker.events', 4), ('allocworker.groups', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),
     ('allocworker.retry', 3), ('allocworker.policy', 3),
+    ('allocworker.items', 3),
     ('allocworker.notifications', 3), ('allocworker.audit', 3),
     ('allocworker.db', 2), ('allocworker.rpc', 2),
     ('allocworker.codes', 1), ('allocworker.conf', 1),
