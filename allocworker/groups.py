@@ -21,7 +21,6 @@ from allocworker.db import groups as db_groups
 from allocworker.db import providers as db_providers
 
 
-
 def group_item(group, members=None, **extra):
     item = {'uuid': group.uuid, 'name': group.name,
             'policy': group.policy, 'max_per_root': group.max_per_root,
