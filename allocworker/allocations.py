@@ -352,8 +352,8 @@ class _Plan(object):
         left, exactly as if each were its own transaction run in that
         order; a failed item changes nothing for the next.
         """
-        inventories, before = db_providers.capacity_state(
-            self.conn, set(self.locked))
+        self.state = db_providers.capacity_state(self.conn, set(self.locked))
+        inventories, before = self.state.inventories, self.state.used
         self.inventories = inventories
         self.warnings = {}
         if self.atomic:
@@ -433,6 +433,19 @@ class _Plan(object):
                 codes.ALLOCATION_UNIT_VIOLATION,
                 '%s: %d %s' % (where, amount, why)))
 
+    def _count_usage(self, live):
+        """Move the usage counters by what the committed items change."""
+        deltas = collections.Counter()
+        for r in live:
+            for sign, rows in ((-1, self._old_rows(r)),
+                               (1, self._new_rows(r))):
+                for (pid, name), amount in rows.items():
+                    deltas[(pid, self.state.class_ids[name])] += \
+                        sign * amount
+        counted = {(pid, self.state.class_ids[name])
+                   for pid, name in self.state.counted}
+        db_providers.add_usage(self.conn, deltas, counted)
+
     def commit(self, generation):
         conn = self.conn
         live = self._live()
@@ -466,6 +479,7 @@ class _Plan(object):
         ids = {uuid: c.id for uuid, c in existing.items()}
         ids.update(db_allocations.create_consumers(conn, created, generation))
         db_allocations.delete_consumers(conn, emptied)
+        self._count_usage(live)
         db_allocations.insert_rows(conn, [
             (ids[r.consumer_uuid], pid, self.class_ids[name], amount)
             for r in live for (pid, name), amount in

@@ -21,6 +21,8 @@ def check(grace_seconds=0):
         found = [
             ('usage over capacity without a forced inventory change',
              db_books.over_capacity(conn)),
+            ('usage counter differs from the allocations',
+             db_books.usage_counters_off(conn)),
             ('allocation on a class the provider has no inventory of',
              db_books.allocations_without_inventory(conn)),
             ('consumer without allocations',

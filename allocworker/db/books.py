@@ -11,6 +11,12 @@ _p = schema.providers
 _i = schema.inventories
 _rc = schema.resource_classes
 _e = schema.events
+_u = schema.usages
+
+
+def _summed_used():
+    # SUM is a decimal on some backends; the books count whole units.
+    return sa.cast(sa.func.sum(_a.c.used), sa.BigInteger).label('used')
 
 
 def _rows(conn, query):
@@ -20,7 +26,7 @@ def _rows(conn, query):
 def over_capacity(conn):
     """Usage above capacity where no forced inventory change allowed it."""
     used = (sa.select(_a.c.provider_id, _a.c.resource_class_id,
-                      sa.func.sum(_a.c.used).label('used'))
+                      _summed_used())
             .group_by(_a.c.provider_id, _a.c.resource_class_id)
             .subquery('used'))
     capacity = (_i.c.total - _i.c.reserved) * _i.c.allocation_ratio
@@ -33,6 +39,36 @@ def over_capacity(conn):
         .join(_p, _p.c.id == used.c.provider_id)
         .join(_rc, _rc.c.id == used.c.resource_class_id)
         .where(used.c.used > capacity, _i.c.forced == sa.false()))
+
+
+def usage_counters_off(conn):
+    """Usage counter rows that differ from the sum of the allocations."""
+    summed = (sa.select(_a.c.provider_id, _a.c.resource_class_id,
+                        _summed_used())
+              .group_by(_a.c.provider_id, _a.c.resource_class_id)
+              .subquery('summed'))
+    counted = sa.func.coalesce(_u.c.used, 0)
+    allocated = sa.func.coalesce(summed.c.used, 0)
+    return _rows(conn, sa.select(
+        _p.c.uuid.label('provider_uuid'), _rc.c.name.label('resource_class'),
+        counted.label('counted'), allocated.label('allocated'))
+        .select_from(_u)
+        .outerjoin(summed, sa.and_(
+            summed.c.provider_id == _u.c.provider_id,
+            summed.c.resource_class_id == _u.c.resource_class_id))
+        .join(_p, _p.c.id == _u.c.provider_id)
+        .join(_rc, _rc.c.id == _u.c.resource_class_id)
+        .where(counted != allocated)
+        .union_all(
+            sa.select(_p.c.uuid, _rc.c.name, sa.literal(0),
+                      summed.c.used)
+            .select_from(summed)
+            .outerjoin(_u, sa.and_(
+                summed.c.provider_id == _u.c.provider_id,
+                summed.c.resource_class_id == _u.c.resource_class_id))
+            .join(_p, _p.c.id == summed.c.provider_id)
+            .join(_rc, _rc.c.id == summed.c.resource_class_id)
+            .where(_u.c.provider_id.is_(None))))
 
 
 def allocations_without_inventory(conn):

@@ -13,6 +13,7 @@ _p = schema.providers
 _inv = schema.inventories
 _rc = schema.resource_classes
 _alloc = schema.allocations
+_u = schema.usages
 
 Provider = collections.namedtuple(
     'Provider', ['id', 'uuid', 'name', 'generation', 'parent_uuid',
@@ -110,6 +111,7 @@ def has_allocations(conn, provider_id):
 
 
 def delete(conn, provider_id):
+    conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id))
     conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
     # InnoDB refuses to delete a row whose foreign key points at itself.
     conn.execute(sa.update(_p).where(_p.c.id == provider_id)
@@ -165,49 +167,64 @@ def replace_inventories(conn, provider_id, by_class_id, forced=()):
                 created_at=now, **values))
 
 
+CapacityState = collections.namedtuple(
+    'CapacityState', ['inventories', 'used', 'class_ids', 'counted'])
+
+
 def capacity_state(conn, provider_ids):
-    """({(provider_id, class): Inventory}, {(provider_id, class): used})
-    in one statement."""
+    """What a capacity check needs, in one statement: per (provider_id,
+    class name) the Inventory and what is used, the class ids, and which
+    keys already have a usage counter row."""
+    state = CapacityState({}, {}, {}, set())
     if not provider_ids:
-        return {}, {}
-    usage = (sa.select(_alloc.c.provider_id, _alloc.c.resource_class_id,
-                       sa.func.sum(_alloc.c.used).label('used'))
-             .where(_alloc.c.provider_id.in_(sorted(provider_ids)))
-             .group_by(_alloc.c.provider_id, _alloc.c.resource_class_id)
-             .subquery('usage'))
+        return state
     query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
-                       usage.c.used)
+                       _u.c.used, _rc.c.id)
              .join(_rc, _inv.c.resource_class_id == _rc.c.id)
-             .outerjoin(usage, sa.and_(
-                 usage.c.provider_id == _inv.c.provider_id,
-                 usage.c.resource_class_id == _inv.c.resource_class_id))
+             .outerjoin(_u, sa.and_(
+                 _u.c.provider_id == _inv.c.provider_id,
+                 _u.c.resource_class_id == _inv.c.resource_class_id))
              .where(_inv.c.provider_id.in_(sorted(provider_ids))))
-    inventories, used = {}, {}
     for row in conn.execute(query):
         key = (row[0], row[1])
-        inventories[key] = capacity.Inventory(*row[2:8])
-        if row[8]:
-            used[key] = int(row[8])
-    return inventories, used
+        state.inventories[key] = capacity.Inventory(*row[2:8])
+        state.class_ids[row[1]] = row[9]
+        if row[8] is not None:
+            state.counted.add(key)
+            if row[8]:
+                state.used[key] = int(row[8])
+    return state
+
+
+def add_usage(conn, deltas, counted):
+    """Apply {(provider_id, class_id): delta} to the usage counters;
+    ``counted`` holds the keys that already have a row."""
+    changed = {k: d for k, d in deltas.items() if d and k in counted}
+    if changed:
+        conn.execute(
+            sa.update(_u)
+            .where(sa.tuple_(_u.c.provider_id, _u.c.resource_class_id).in_(
+                sorted(changed)))
+            .values(used=_u.c.used + sa.case(
+                *[(sa.and_(_u.c.provider_id == p,
+                           _u.c.resource_class_id == c), d)
+                  for (p, c), d in sorted(changed.items())], else_=0)))
+    new = {k: d for k, d in deltas.items() if k not in counted}
+    if new:
+        conn.execute(sa.insert(_u), [
+            {'provider_id': p, 'resource_class_id': c, 'used': d}
+            for (p, c), d in sorted(new.items())])
 
 
 def usages(conn, provider_ids):
     """{(provider_id, class_name): used} of what is allocated now."""
     if not provider_ids:
         return {}
-    query = (sa.select(_alloc.c.provider_id, _rc.c.name,
-                       sa.func.sum(_alloc.c.used))
-             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
-             .where(_alloc.c.provider_id.in_(sorted(provider_ids)))
-             .group_by(_alloc.c.provider_id, _rc.c.name))
+    query = (sa.select(_u.c.provider_id, _rc.c.name, _u.c.used)
+             .join(_rc, _u.c.resource_class_id == _rc.c.id)
+             .where(_u.c.provider_id.in_(sorted(provider_ids)),
+                    _u.c.used != 0))
     return {(row[0], row[1]): int(row[2]) for row in conn.execute(query)}
-
-
-def _usage_subquery():
-    return (sa.select(_alloc.c.provider_id, _alloc.c.resource_class_id,
-                      sa.func.sum(_alloc.c.used).label('used'))
-            .group_by(_alloc.c.provider_id, _alloc.c.resource_class_id)
-            .subquery('usage'))
 
 
 def describe(conn, uuids=None):
@@ -216,7 +233,7 @@ def describe(conn, uuids=None):
     Returns [(Provider, {class: (Inventory, used)})], ordered by name;
     ``uuids`` None means every provider.
     """
-    usage = _usage_subquery()
+    usage = _u
     base = _provider_query().subquery('prov')
     query = (sa.select(base, _rc.c.name.label('class_name'),
                        *_inventory_columns(),

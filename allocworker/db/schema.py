@@ -162,3 +162,15 @@ idempotency_keys = sa.Table(
     sa.UniqueConstraint('key'),
     sa.Index(None, 'created_at'),
     **_mysql)
+
+# What is allocated per provider and class, kept by the transaction that
+# changes the allocations (it holds the provider's lock), so a capacity
+# check reads one row instead of summing every allocation.
+usages = sa.Table(
+    'usages', metadata,
+    sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
+              primary_key=True),
+    sa.Column('resource_class_id', sa.Integer,
+              sa.ForeignKey('resource_classes.id'), primary_key=True),
+    sa.Column('used', sa.BigInteger, nullable=False),
+    **_mysql)

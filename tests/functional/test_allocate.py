@@ -301,3 +301,32 @@ def test_failed_item_is_not_remembered(rpc, ids):
     assert_fault(one(rpc.allocate(items=[item])), 409, 'capacity.exceeded')
     allocate(rpc, ids.blocker, {}, blocker['consumer_generation'])
     assert one(rpc.allocate(items=[item]))['status'] == 200
+
+
+def test_audit_catches_a_usage_counter_that_drifted(rpc, ids, database,
+                                                    scratch):
+    import json
+    import sqlalchemy as sa
+    from tests.functional import services
+    host, _ = provider(rpc, {'VCPU': {'total': 10}})
+    allocate(rpc, ids.consumer, {host: {'VCPU': 3}})
+    engine = sa.create_engine(database)
+    drift = ('UPDATE usages SET used = used + %d WHERE provider_id = '
+             '(SELECT id FROM providers WHERE uuid = \'{}\')'.format(host))
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(drift % 7)
+        broken = services.manage('%s/sync.conf' % scratch, 'audit',
+                                 '--format', 'json', check=False)
+        assert broken.returncode == 1
+        breaches = json.loads(broken.stdout)['breaches']
+        assert [b['invariant'] for b in breaches] == [
+            'usage counter differs from the allocations']
+        assert breaches[0]['rows'] == [{
+            'provider_uuid': host, 'resource_class': 'VCPU', 'counted': 10,
+            'allocated': 3}]
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(drift % -7)
+        engine.dispose()
+    assert services.manage('%s/sync.conf' % scratch, 'audit').returncode == 0

@@ -158,3 +158,12 @@ def test_reads_never_fail_while_consumers_are_deleted(rpc):
     assert failures == []
     assert usage(rpc, host) == {'VCPU': 0}
     assert rpc.list_allocations(provider_uuid=host)['items'] == []
+
+
+def test_books_are_clean_after_the_storms(rpc, scratch):
+    """Runs last in this module: every invariant, counters included,
+    holds after all the races above."""
+    from tests.functional import services
+    result = services.manage('%s/sync.conf' % scratch, 'audit',
+                             '--grace-seconds', '600', check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
