@@ -168,9 +168,14 @@ class Bench(object):
                 "(SELECT id, row_number() OVER () AS n FROM consumers "
                 "WHERE project_id = 'bench') AS c "
                 "JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k "
-                "FROM providers) AS p ON p.k = c.n %% %d "
+                "FROM providers) AS p ON p.k = mod(c.n, %d) "
                 "JOIN resource_classes rc ON rc.name = 'VCPU'"
                 % len(self.hosts))
+            # The usage counters the allocations would have moved.
+            conn.exec_driver_sql(
+                "INSERT INTO usages (provider_id, resource_class_id, used) "
+                "SELECT provider_id, resource_class_id, SUM(used) "
+                "FROM allocations GROUP BY provider_id, resource_class_id")
             conn.exec_driver_sql('ANALYZE')
         engine.dispose()
 
