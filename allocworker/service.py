@@ -38,22 +38,30 @@ def serve():
              CONF.worker.workers, CONF.worker.topic)
     for index in range(CONF.worker.workers):
         _spawn(children, index)
+    failed = 0
     while not stopping.is_set():
         pid, status = _reap()
-        if pid and pid in children and not stopping.is_set():
-            index = children.pop(pid)
-            LOG.warning('worker process %d (pid %d) died with status %s; '
-                        'starting a new one', index, pid, status)
-            time.sleep(0.5)
-            _spawn(children, index)
-        elif not pid:
+        if not pid:
             stopping.wait(0.2)
+            continue
+        index = children.pop(pid, None)
+        if index is None:
+            continue
+        if stopping.is_set():
+            failed += status != 0
+            break
+        LOG.warning('worker process %d (pid %d) died with status %s; '
+                    'starting a new one', index, pid, status)
+        time.sleep(0.5)
+        _spawn(children, index)
     LOG.info('stopping %d worker process(es)', len(children))
     for pid in children:
         _kill(pid, signal.SIGTERM)
-    failed = 0
     while children:
-        pid, status = os.wait()
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
         if children.pop(pid, None) is not None and status != 0:
             failed += 1
     return 1 if failed else 0
