@@ -9,12 +9,10 @@ to one fresh value from the database-wide counter.
 """
 
 import collections
-import datetime
 import hashlib
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
-
 from oslo_utils import timeutils
 
 from allocworker import capacity
@@ -107,12 +105,6 @@ def _digest(raw):
         'utf-8')).hexdigest()
 
 
-def _echo_uuid(raw):
-    if isinstance(raw, dict) and isinstance(raw.get('consumer_uuid'), str):
-        return raw['consumer_uuid']
-    return None
-
-
 def _parse_batch(batch):
     """[Request | Fault] in input order; a consumer named twice faults
     every item that names it."""
@@ -155,7 +147,7 @@ def _authorized(context, request):
 
 def _result_item(raw, result):
     if isinstance(result, codes.Fault):
-        return result.item(consumer_uuid=_echo_uuid(raw))
+        return result.item(**item_results.echo_fields(raw, 'consumer_uuid'))
     return result
 
 
@@ -234,6 +226,7 @@ class _Plan(object):
         self.atomic = atomic
         self.faults = {}
         self.replayed = {}
+        self.new_rows = {}
 
     def _fail(self, request, fault):
         self.faults.setdefault(request.index, fault)
@@ -258,11 +251,10 @@ class _Plan(object):
         keyed = [r for r in self.requests if r.idempotency_key]
         if not keyed:
             return
-        fresh_since = timeutils.utcnow() - datetime.timedelta(
-            seconds=CONF.worker.idempotency_seconds)
+        max_age = CONF.worker.idempotency_seconds
         keys = [r.idempotency_key for r in keyed]
-        db_idempotency.forget_stale(self.conn, keys, fresh_since)
-        remembered = db_idempotency.lookup(self.conn, keys, fresh_since)
+        db_idempotency.forget_stale(self.conn, keys, max_age)
+        remembered = db_idempotency.lookup(self.conn, keys, max_age)
         for r in keyed:
             seen = remembered.get(r.idempotency_key)
             if seen is None:
@@ -328,9 +320,15 @@ class _Plan(object):
         return self.old.get(consumer.id, {}) if consumer else {}
 
     def _new_rows(self, request):
-        return {(self.provider_ids[p], name): amount
+        """{(provider_id, class): amount} the request asks for (built once
+        per request; every judgement and the commit read it)."""
+        rows = self.new_rows.get(request.index)
+        if rows is None:
+            rows = self.new_rows[request.index] = {
+                (self.provider_ids[p], name): amount
                 for p, resources in request.allocations.items()
                 for name, amount in resources.items()}
+        return rows
 
     def _lock_providers(self):
         live = self._live()
@@ -338,7 +336,7 @@ class _Plan(object):
         for r in live:
             touched.update(pid for pid, _name in self._old_rows(r))
             touched.update(pid for pid, _name in self._new_rows(r))
-        self.locked = db_providers.lock(self.conn, touched)  # id -> row
+        self.locked = db_providers.lock(self.conn, touched)
         if len(self.locked) != len(touched):
             # A provider was deleted after we resolved its uuid.
             raise db.ConcurrentUpdate('provider vanished')
@@ -354,7 +352,6 @@ class _Plan(object):
         """
         self.state = db_providers.capacity_state(self.conn, set(self.locked))
         inventories, before = self.state.inventories, self.state.used
-        self.inventories = inventories
         self.warnings = {}
         if self.atomic:
             self._judge_combined(inventories, before)
@@ -407,7 +404,7 @@ class _Plan(object):
                     'capacity %g' % (request.index, key[1],
                                      self._uuid(key[0]), after[key],
                                      capacity.capacity(
-                                         self.inventories[key]))))
+                                         self.state.inventories[key]))))
                 return True
         return False
 

@@ -108,11 +108,10 @@ def _record(keys):
 
 def _event_item(raw, key, existing):
     if isinstance(key, codes.Fault):
-        echo = raw if isinstance(raw, dict) else {}
-        item = key.item(**{f: echo.get(f) if isinstance(echo.get(f), str)
-                           else None for f in ('name', 'consumer_uuid',
-                                               'tag')})
-        status = echo.get('status', 'completed')
+        item = key.item(**items.echo_fields(raw, 'name', 'consumer_uuid',
+                                            'tag'))
+        status = (raw if isinstance(raw, dict) else {}).get('status',
+                                                            'completed')
         item['event_status'] = status if isinstance(status, str) else None
         return item
     uuid, name, tag, status = key

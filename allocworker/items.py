@@ -18,6 +18,12 @@ def echo(value):
     return value if isinstance(value, str) else None
 
 
+def echo_fields(raw, *fields):
+    """{field: echo(raw[field])} of a caller's object (None if not one)."""
+    source = raw if isinstance(raw, dict) else {}
+    return {f: echo(source.get(f)) for f in fields}
+
+
 def each(values, parse, field):
     """``parse(value, index)`` of every entry, or the Fault it raised, in
     order, so one bad entry fails only its own item."""

@@ -1,9 +1,5 @@
 """Housekeeping the worker runs periodically beside its RPC server."""
 
-import datetime
-
-from oslo_utils import timeutils
-
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import idempotency as db_idempotency
@@ -17,9 +13,8 @@ def run():
     removed as {what: count}.
     """
     removed = {'events': events.expire()}
-    fresh_since = timeutils.utcnow() - datetime.timedelta(
-        seconds=CONF.worker.idempotency_seconds)
     with db.writer() as (conn, _generation):
-        removed['idempotency_keys'] = db_idempotency.expire(conn, fresh_since)
+        removed['idempotency_keys'] = db_idempotency.expire(
+            conn, CONF.worker.idempotency_seconds)
         db.prune_generations(conn)
     return removed

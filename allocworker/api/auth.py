@@ -9,9 +9,6 @@ identity headers (``X-User-Id``, ``X-Project-Id``, ``X-Roles``).
 
 import json
 
-HEADERS = ('HTTP_X_USER_ID', 'HTTP_X_PROJECT_ID', 'HTTP_X_ROLES',
-           'HTTP_X_IDENTITY_STATUS')
-
 
 def noauth2(app):
     def middleware(environ, start_response):

@@ -75,10 +75,6 @@ def get_engine():
     return _get_facade().writer.get_engine()
 
 
-def dialect_name():
-    return get_engine().dialect.name
-
-
 def _get_facade():
     if _facade is None:
         raise RuntimeError('allocworker.db.api.configure() was not called')

@@ -1,6 +1,7 @@
 """Queries on remembered allocate answers."""
 
 import collections
+import datetime
 
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -14,10 +15,15 @@ Remembered = collections.namedtuple('Remembered',
                                     ['request_hash', 'answer'])
 
 
-def lookup(conn, keys, fresh_since):
-    """{key: Remembered} of keys remembered since ``fresh_since``."""
+def _window_start(max_age):
+    return timeutils.utcnow() - datetime.timedelta(seconds=max_age)
+
+
+def lookup(conn, keys, max_age):
+    """{key: Remembered} of keys remembered in the last ``max_age`` s."""
     if not keys:
         return {}
+    fresh_since = _window_start(max_age)
     rows = conn.execute(sa.select(_k.c.key, _k.c.request_hash, _k.c.answer)
                         .where(_k.c.key.in_(sorted(set(keys))),
                                _k.c.created_at >= fresh_since))
@@ -25,9 +31,11 @@ def lookup(conn, keys, fresh_since):
             for key, digest, answer in rows}
 
 
-def forget_stale(conn, keys, fresh_since):
-    """Drop expired rows of ``keys`` so they can be used again."""
+def forget_stale(conn, keys, max_age):
+    """Drop rows of ``keys`` older than ``max_age`` s so they can be used
+    again."""
     if keys:
+        fresh_since = _window_start(max_age)
         conn.execute(sa.delete(_k).where(_k.c.key.in_(sorted(set(keys))),
                                          _k.c.created_at < fresh_since))
 
@@ -42,6 +50,6 @@ def remember(conn, entries):
             for key, digest, answer in entries])
 
 
-def expire(conn, fresh_since):
+def expire(conn, max_age):
     return conn.execute(sa.delete(_k).where(
-        _k.c.created_at < fresh_since)).rowcount
+        _k.c.created_at < _window_start(max_age))).rowcount

@@ -67,15 +67,6 @@ def roots_of(conn, provider_ids):
     return dict(rows.all())
 
 
-def uuids_of(conn, provider_ids):
-    """{provider_id: uuid}."""
-    if not provider_ids:
-        return {}
-    rows = conn.execute(sa.select(_p.c.id, _p.c.uuid)
-                        .where(_p.c.id.in_(sorted(provider_ids))))
-    return dict(rows.all())
-
-
 def ids_by_uuid(conn, uuids):
     """{uuid: id} for those of ``uuids`` that exist."""
     if not uuids:
