@@ -181,10 +181,12 @@ class Bench(object):
 
     def record(self, workload, concurrency, result, ceiling, unit='calls'):
         per_s, p50, p99, errors = result
+        # The ratio is of the printed figures, so every row checks out.
+        per_s, ceiling = round(per_s, 1), ceiling and round(ceiling, 1)
         row = {'workload': workload, 'concurrency': concurrency,
-               'per_s': round(per_s, 1), 'p50_ms': round(p50, 2),
+               'per_s': per_s, 'p50_ms': round(p50, 2),
                'p99_ms': round(p99, 2),
-               'ceiling_per_s': round(ceiling, 1) if ceiling else None,
+               'ceiling_per_s': ceiling or None,
                'ratio': round(per_s / ceiling, 3) if ceiling else None,
                'unit': unit, 'errors': len(errors)}
         self.rows.append(row)
