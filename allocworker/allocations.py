@@ -124,14 +124,20 @@ def _parse_batch(batch):
 # -- allocate --------------------------------------------------------------
 
 def allocate(context, items, atomic=False):
+    return write(context, items, atomic)
+
+
+def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
+    """``allocate``, with the type a new consumer gets when its item names
+    none: None records no type (Placement's API before 1.38)."""
     validation.batch(items, 'items', CONF.worker.max_batch_items)
     validation.boolean(atomic, 'atomic')
     parsed = [_authorized(context, r) for r in _parse_batch(items)]
     changes = []
     if atomic:
-        results = _allocate_atomic(context, parsed, changes)
+        results = _allocate_atomic(context, parsed, changes, new_type)
     else:
-        results = _allocate_independent(context, parsed, changes)
+        results = _allocate_independent(context, parsed, changes, new_type)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return [_result_item(items[i], result) for i, result in enumerate(results)]
 
@@ -151,27 +157,27 @@ def _result_item(raw, result):
     return result
 
 
-def _allocate_atomic(context, parsed, changes):
+def _allocate_atomic(context, parsed, changes, new_type):
     requests = [r for r in parsed if isinstance(r, Request)]
     if len(requests) < len(parsed):
         return [r if isinstance(r, codes.Fault) else _aborted(r)
                 for r in parsed]
-    outcome = _guarded(context, requests, changes, atomic=True)
+    outcome = _guarded(context, requests, changes, True, new_type)
     return [outcome[r.index] for r in requests]
 
 
-def _allocate_independent(context, parsed, changes):
+def _allocate_independent(context, parsed, changes, new_type):
     """All valid items in one transaction, judged one after the other; if
     that transaction fails unexpectedly, each item gets its own, so only
     the item at fault answers 500."""
     requests = [r for r in parsed if isinstance(r, Request)]
-    outcome = _guarded(context, requests, changes, atomic=False) \
+    outcome = _guarded(context, requests, changes, False, new_type) \
         if requests else {}
     if any(_is_unexpected(o) for o in outcome.values()) and \
             len(requests) > 1:
         outcome = {}
         for r in requests:
-            outcome.update(_guarded(context, [r], changes, atomic=False))
+            outcome.update(_guarded(context, [r], changes, False, new_type))
     return [r if isinstance(r, codes.Fault) else outcome[r.index]
             for r in parsed]
 
@@ -187,7 +193,7 @@ def _aborted(request):
                        'back because of another item' % request.index)
 
 
-def _guarded(context, requests, changes, atomic):
+def _guarded(context, requests, changes, atomic, new_type):
     """Write ``requests`` in one transaction; {index: item | Fault}.
 
     Whatever goes wrong, every request gets an answer and a failed
@@ -195,7 +201,8 @@ def _guarded(context, requests, changes, atomic):
     committed are appended to ``changes``.
     """
     try:
-        results, committed = retry.write(_write, context, requests, atomic)
+        results, committed = retry.write(_write, context, requests, atomic,
+                                         new_type)
         changes.extend(committed)
         return results
     except BatchFailed as failed:
@@ -209,18 +216,19 @@ def _guarded(context, requests, changes, atomic):
         return {r.index: codes.unexpected(request_id) for r in requests}
 
 
-def _write(context, requests, atomic):
-    with db.writer() as (conn, generation):
-        plan = _Plan(conn, context, requests, atomic)
+def _write(context, requests, atomic, new_type):
+    with db.writer() as conn:
+        plan = _Plan(conn, context, requests, atomic, new_type)
         plan.check()
-        return plan.commit(generation)
+        return plan.commit()
 
 
 class _Plan(object):
     """One write transaction's reads, judgement and writes."""
 
-    def __init__(self, conn, context, requests, atomic):
+    def __init__(self, conn, context, requests, atomic, new_type):
         self.conn = conn
+        self.new_type = new_type
         self.context = context
         self.requests = requests
         self.atomic = atomic
@@ -283,14 +291,15 @@ class _Plan(object):
                 if provider_uuid not in self.provider_ids:
                     self._fail(r, codes.Fault(
                         codes.PROVIDER_NOT_IN_BODY,
-                        'items[%d].allocations: no provider %s'
+                        "items[%d].allocations: Allocation for resource "
+                        "provider '%s' that does not exist"
                         % (r.index, provider_uuid)))
                 for name in resources:
                     if name not in self.class_ids:
                         self._fail(r, codes.Fault(
                             codes.RESOURCE_CLASS_NOT_FOUND,
-                            'items[%d].allocations.%s: no resource class %s'
-                            % (r.index, provider_uuid, name)))
+                            'items[%d].allocations.%s: No such resource '
+                            'class %s' % (r.index, provider_uuid, name)))
 
     def _lock_consumers(self):
         self.consumers = db_allocations.lock_consumers(
@@ -421,8 +430,9 @@ class _Plan(object):
         if inventory is None:
             self._fail(request, codes.Fault(
                 codes.INVENTORY_NOT_FOUND,
-                '%s: provider %s has no inventory of %s'
-                % (where, self._uuid(pid), name)))
+                "%s: Inventory for '%s' on resource provider '%s' "
+                "invalid (the provider has no inventory of that class)"
+                % (where, name, self._uuid(pid))))
             return
         why = capacity.unit_violation(inventory, amount)
         if why:
@@ -443,56 +453,64 @@ class _Plan(object):
                    for pid, name in self.state.counted}
         db_providers.add_usage(self.conn, deltas, counted)
 
-    def commit(self, generation):
+    def commit(self):
         conn = self.conn
         live = self._live()
         existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
                     for r in live if r.consumer_uuid in self.consumers}
         db_allocations.delete_rows(conn, [c.id for c in existing.values()])
-        results = dict(self.replayed)
-        results.update(self.faults)
-        emptied, updated, created, changes = [], [], [], []
+        emptied, updated, created, kinds = [], [], [], {}
         for r in live:
             consumer = existing.get(r.consumer_uuid)
             if not r.allocations:
                 if consumer:
-                    emptied.append(consumer.id)
-                    changes.append(_change(r, None, consumer.consumer_type))
-                results[r.index] = _success(r, None)
+                    emptied.append(consumer)
+                kinds[r.index] = consumer and consumer.consumer_type
                 continue
-            consumer_type = (r.consumer_type or
-                             (consumer and consumer.consumer_type) or
-                             DEFAULT_CONSUMER_TYPE)
+            if r.consumer_type or not consumer:
+                kinds[r.index] = r.consumer_type or self.new_type
+            else:
+                kinds[r.index] = consumer.consumer_type
             if consumer:
                 updated.append((consumer.id, consumer.generation,
-                                r.project_id, r.user_id, consumer_type))
+                                r.project_id, r.user_id, kinds[r.index]))
             else:
                 created.append((r.consumer_uuid, r.project_id, r.user_id,
-                                consumer_type))
-            results[r.index] = _success(r, generation)
-            changes.append(_change(r, generation, consumer_type))
-        if not db_allocations.update_consumers(conn, updated, generation):
+                                kinds[r.index]))
+        if not db_allocations.update_consumers(conn, updated):
             raise db.ConcurrentUpdate('consumer')
-        ids = {uuid: c.id for uuid, c in existing.items()}
-        ids.update(db_allocations.create_consumers(conn, created, generation))
+        now_held = {uuid: (c.id, c.generation + 1)
+                    for uuid, c in existing.items()}
+        now_held.update(db_allocations.create_consumers(conn, created))
         db_allocations.delete_consumers(conn, emptied)
+        results = dict(self.replayed)
+        results.update(self.faults)
+        changes = []
+        for r in live:
+            generation = (now_held[r.consumer_uuid][1] if r.allocations
+                          else None)
+            results[r.index] = _success(r, generation)
+            changes.append(_change(r, generation, kinds[r.index]))
         self._count_usage(live)
         db_allocations.insert_rows(conn, [
-            (ids[r.consumer_uuid], pid, self.class_ids[name], amount)
+            (now_held[r.consumer_uuid][0], pid, self.class_ids[name], amount)
             for r in live for (pid, name), amount in
             self._new_rows(r).items()])
         # Events held for consumers that just appeared now count.
         db_events.release_held(conn, [c[0] for c in created],
                                timeutils.utcnow())
-        self.groups.commit(live, generation)
+        self.groups.commit(live)
         for index, warnings in self.warnings.items():
             results[index]['warnings'] = warnings
         db_idempotency.remember(conn, [
             (r.idempotency_key, r.digest, results[r.index])
             for r in live if r.idempotency_key])
+        # As in Placement, a provider's generation moves when a write
+        # places allocations on it; releasing allocations frees capacity
+        # and cannot spoil anyone's decision, so it leaves it alone.
+        placed = {pid for r in live for pid, _name in self._new_rows(r)}
         if not db_providers.bump_generations(
-                conn, {pid: row.generation
-                       for pid, row in self.locked.items()}, generation):
+                conn, {pid: self.locked[pid].generation for pid in placed}):
             raise db.ConcurrentUpdate('provider')
         return results, changes
 

@@ -90,7 +90,7 @@ def _projects(consumer_uuids):
 
 def _record(keys):
     """Store the events not stored yet; (existing consumers, new Events)."""
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         now = timeutils.utcnow()
         existing = db_events.existing_consumers(conn, [k[0] for k in keys])
         known = db_events.find(conn, keys)
@@ -216,7 +216,7 @@ def expire():
     now = timeutils.utcnow()
     retained_since = now - datetime.timedelta(
         seconds=CONF.events.retention_seconds)
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         return db_events.expire(conn, now, retained_since)
 
 

@@ -67,10 +67,10 @@ def _create(context, uuid, name, policy_name, max_per_root, project_id):
 
 
 def _insert(uuid, name, project_id, policy, max_per_root):
-    with db.writer() as (conn, generation):
+    with db.writer() as conn:
         try:
             db_groups.create(conn, uuid, name, project_id, policy,
-                             max_per_root, generation)
+                             max_per_root)
         except db_exc.DBDuplicateEntry:
             raise codes.Fault(codes.GROUP_EXISTS,
                               'a consumer group with uuid %s already exists'
@@ -95,13 +95,13 @@ def _delete(context, uuid):
 
 
 def _remove_group(context, uuid):
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
         if group is None:
             raise _not_found(uuid)
         policy.check(context, 'delete_group', 'group %s' % uuid,
                      group.project_id)
-        db_groups.delete(conn, group.id)
+        db_groups.delete(conn, group)
 
 
 def get_groups(context, uuids=None, project_id=None):
@@ -169,7 +169,7 @@ def _change_members(context, group_uuid, consumer_uuids, adding):
 def _write_members(context, group_uuid, uuids, adding):
     """{consumer_uuid: [warnings] | Fault}; a missing group fails whole."""
     call = 'add_members' if adding else 'remove_members'
-    with db.writer() as (conn, generation):
+    with db.writer() as conn:
         group = db_groups.lock_by_uuid(conn, [group_uuid]).get(group_uuid)
         if group is None:
             raise _not_found(group_uuid)
@@ -200,7 +200,7 @@ def _write_members(context, group_uuid, uuids, adding):
             (db_groups.add_members if adding else db_groups.remove_members)(
                 conn, group.id, changed)
             if not db_groups.bump_generation(conn, group.id,
-                                             group.generation, generation):
+                                             group.generation):
                 raise db.ConcurrentUpdate(group_uuid)
         return outcome
 
@@ -305,14 +305,14 @@ class Judgement(object):
                 result.append((group.id, r.consumer_uuid))
         return result
 
-    def commit(self, requests, generation):
+    def commit(self, requests):
         joins = self.joins(requests)
         for group_id, uuid in joins:
             db_groups.add_members(self.conn, group_id, [uuid])
         for group_id in sorted({g for g, _ in joins}):
             group = self.groups[group_id]
             if not db_groups.bump_generation(self.conn, group_id,
-                                             group.generation, generation):
+                                             group.generation):
                 raise db.ConcurrentUpdate(group.uuid)
 
 

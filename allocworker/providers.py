@@ -6,6 +6,7 @@ these functions. Each returns a list of result items (dicts) or raises
 """
 
 from oslo_db import exception as db_exc
+import os_resource_classes
 
 from allocworker import capacity
 from allocworker import items
@@ -62,7 +63,7 @@ def _create_provider(uuid, name, parent_uuid):
 
 
 def _insert_provider(uuid, name, parent_uuid):
-    with db.writer() as (conn, generation):
+    with db.writer() as conn:
         parent = None
         if parent_uuid is not None:
             # Locking the parent keeps it from being deleted under us.
@@ -73,8 +74,7 @@ def _insert_provider(uuid, name, parent_uuid):
                                   % parent_uuid)
         try:
             db_providers.create(
-                conn, uuid, name, generation,
-                parent_id=parent and parent.id,
+                conn, uuid, name, parent_id=parent and parent.id,
                 root_id=parent and parent.root_provider_id)
         except db_exc.DBDuplicateEntry:
             raise codes.Fault(codes.PROVIDER_EXISTS,
@@ -94,18 +94,20 @@ def _delete_provider(uuid):
 
 
 def _remove_provider(uuid):
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         row = db_providers.lock_by_uuid(conn, uuid)
         if row is None:
             raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                               'provider %s does not exist' % uuid)
         if db_providers.has_children(conn, row.id):
             raise codes.Fault(codes.PROVIDER_IN_USE,
-                              'provider %s has child providers' % uuid)
+                              'Unable to delete parent resource provider '
+                              '%s: It has child resource providers.' % uuid)
         if db_providers.has_allocations(conn, row.id):
             raise codes.Fault(codes.PROVIDER_IN_USE,
-                              'provider %s has allocations' % uuid)
-        db_providers.delete(conn, row.id)
+                              'Unable to delete resource provider %s: '
+                              'Resource provider has allocations.' % uuid)
+        db_providers.delete(conn, row.id, uuid, row.generation)
 
 
 def get_providers(context, uuids=None):
@@ -177,7 +179,8 @@ def parse_inventories(inventories):
         values['allocation_ratio'] = validation.positive_number(
             values['allocation_ratio'], where + '.allocation_ratio')
         if values['reserved'] > values['total']:
-            raise validation.invalid('%s.reserved (%d) exceeds total (%d)'
+            raise validation.invalid('%s.reserved (%d) is greater than '
+                                     'total (%d)'
                                      % (where, values['reserved'],
                                         values['total']))
         if values['min_unit'] > values['max_unit']:
@@ -210,7 +213,7 @@ def _set_inventories(provider_uuid, provider_generation, inventories, force):
 
 
 def _replace_inventories(provider_uuid, expected_generation, parsed, force):
-    with db.writer() as (conn, generation):
+    with db.writer() as conn:
         row = db_providers.lock_by_uuid(conn, provider_uuid)
         if row is None:
             raise codes.Fault(codes.PROVIDER_NOT_FOUND,
@@ -225,7 +228,8 @@ def _replace_inventories(provider_uuid, expected_generation, parsed, force):
         for name in parsed:
             if name not in class_ids:
                 raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
-                                  'inventories: no resource class %s' % name)
+                                  'inventories: No such resource class %s'
+                                  % name)
         used = {name: amount for (_pid, name), amount in
                 db_providers.usages(conn, [row.id]).items()}
         check_inventory_change(provider_uuid, parsed, used, force)
@@ -234,24 +238,24 @@ def _replace_inventories(provider_uuid, expected_generation, parsed, force):
         db_providers.replace_inventories(
             conn, row.id, {class_ids[n]: inv for n, inv in parsed.items()},
             forced)
-        if not db_providers.bump_generation(conn, row.id, row.generation,
-                                            generation):
+        if not db_providers.bump_generation(conn, row.id, row.generation):
             raise db.ConcurrentUpdate(provider_uuid)
-        return generation
+        return row.generation + 1
 
 
 def check_inventory_change(provider_uuid, parsed, used, force):
     """Refuse to drop a class still in use, or (without force) to shrink
     capacity below what is allocated."""
+    removed = sorted((n for n, amount in used.items()
+                      if amount and n not in parsed), key=_class_order)
+    if removed:
+        raise codes.Fault(
+            codes.INVENTORY_IN_USE,
+            "inventories: Inventory for '%s' on resource provider '%s' in "
+            "use: allocations hold it, so it cannot be removed"
+            % (', '.join(removed), provider_uuid))
     for name, amount in sorted(used.items()):
-        if not amount:
-            continue
-        if name not in parsed:
-            raise codes.Fault(
-                codes.INVENTORY_IN_USE,
-                'inventories: %s on provider %s has %d allocated and '
-                'cannot be removed' % (name, provider_uuid, amount))
-        if not force and not capacity.fits(parsed[name], amount):
+        if amount and not force and not capacity.fits(parsed[name], amount):
             raise codes.Fault(
                 codes.INVENTORY_IN_USE,
                 'inventories.%s: capacity %g would be below the %d '
@@ -259,6 +263,13 @@ def check_inventory_change(provider_uuid, parsed, used, force):
                 'resource really shrank)'
                 % (name, capacity.capacity(parsed[name]), amount,
                    provider_uuid))
+
+
+def _class_order(name):
+    """Standard classes in their canonical order, then custom ones."""
+    standard = os_resource_classes.STANDARDS
+    return ((0, standard.index(name), name) if name in standard
+            else (1, 0, name))
 
 
 # -- usages --------------------------------------------------------------
@@ -310,7 +321,7 @@ def _create_resource_class(name):
 
 
 def _insert_resource_class(name):
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         return db_classes.create(conn, name)
 
 

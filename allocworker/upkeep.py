@@ -7,14 +7,13 @@ from allocworker import events
 
 
 def run():
-    """Expire events and idempotency keys, prune the generation counter.
+    """Expire events and idempotency keys.
 
     Idempotent, so every worker process may run it; returns what it
     removed as {what: count}.
     """
     removed = {'events': events.expire()}
-    with db.writer() as (conn, _generation):
+    with db.writer() as conn:
         removed['idempotency_keys'] = db_idempotency.expire(
             conn, CONF.worker.idempotency_seconds)
-        db.prune_generations(conn)
     return removed

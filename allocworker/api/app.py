@@ -1,33 +1,29 @@
-"""The WSGI application: the root document, then authentication, then
-the mirror of the RPC calls."""
-
-import json
+"""The WSGI application: Placement's HTTP API, and the mirror of the RPC
+calls under ``/v1/``, both behind authentication; the root document (the
+version list Placement's clients start from) is served without it."""
 
 from allocworker.api import auth
 from allocworker.api import mirror
+from allocworker.api.placement import router
 from allocworker.conf import CONF
-from allocworker import rpcapi
 
 
-def root(environ, start_response):
-    body = json.dumps({'name': 'allocworker', 'rpc_version':
-                       rpcapi.VERSION, 'calls': mirror.PREFIX}).encode()
-    start_response('200 OK', [('Content-Type', 'application/json'),
-                              ('Content-Length', str(len(body)))])
-    return [body]
+def _routed(environ, start_response):
+    if environ.get('PATH_INFO', '').startswith(mirror.PREFIX):
+        return mirror.application(environ, start_response)
+    return router.application(environ, start_response)
 
 
 def build(conf=CONF):
-    """The application, authenticating as ``[api] auth_strategy`` says.
-    The root document is served without authentication."""
+    """The application, authenticating as ``[api] auth_strategy`` says."""
     if conf.api.auth_strategy == 'keystone':
-        protected = auth.keystone(mirror.application, conf)
+        protected = auth.keystone(_routed, conf)
     else:
-        protected = auth.noauth2(mirror.application)
+        protected = auth.noauth2(_routed)
 
     def application(environ, start_response):
         if environ.get('PATH_INFO', '/') in ('', '/'):
-            return root(environ, start_response)
+            return router.application(environ, start_response)
         return protected(environ, start_response)
 
     return application

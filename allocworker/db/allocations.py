@@ -6,6 +6,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db import generations
 from allocworker.db import schema
 
 _c = schema.consumers
@@ -16,6 +17,18 @@ _rc = schema.resource_classes
 Consumer = collections.namedtuple(
     'Consumer', ['id', 'uuid', 'project_id', 'user_id', 'consumer_type',
                  'generation'])
+
+# A consumer written through Placement's API before microversion 1.38 has
+# no type; the column keeps NOT NULL and stores that as ''.
+_UNTYPED = ''
+
+
+def _consumer(row):
+    consumer = Consumer(*row)
+    if consumer.consumer_type == _UNTYPED:
+        return consumer._replace(consumer_type=None)
+    return consumer
+
 
 _CONSUMER_COLUMNS = [_c.c.id, _c.c.uuid, _c.c.project_id, _c.c.user_id,
                      _c.c.consumer_type, _c.c.generation]
@@ -28,7 +41,7 @@ def lock_consumers(conn, uuids):
     rows = conn.execute(api.for_update(
         sa.select(*_CONSUMER_COLUMNS).where(_c.c.uuid.in_(sorted(uuids)))
         .order_by(_c.c.uuid)))
-    return {row.uuid: Consumer(*row) for row in rows}
+    return {row.uuid: _consumer(row) for row in rows}
 
 
 def rows_of(conn, consumer_ids):
@@ -60,26 +73,29 @@ def insert_rows(conn, rows):
              'used': used, 'created_at': now} for c, p, rc, used in rows])
 
 
-def create_consumers(conn, consumers, generation):
+def create_consumers(conn, consumers):
     """consumers: [(uuid, project_id, user_id, consumer_type)], inserted
-    in one statement; {uuid: id}."""
+    in one statement; {uuid: (id, generation)}."""
     if not consumers:
         return {}
     now = timeutils.utcnow()
+    first = generations.first(conn, generations.CONSUMER,
+                              [c[0] for c in consumers])
     rows = conn.execute(
         sa.insert(_c).returning(_c.c.uuid, _c.c.id,
                                 sort_by_parameter_order=True),
-        [{'uuid': u, 'project_id': p, 'user_id': us, 'consumer_type': t,
-          'generation': generation, 'created_at': now}
+        [{'uuid': u, 'project_id': p, 'user_id': us,
+          'consumer_type': _UNTYPED if t is None else t,
+          'generation': first[u], 'created_at': now}
          for u, p, us, t in consumers])
-    return dict(rows.all())
+    return {uuid: (consumer_id, first[uuid]) for uuid, consumer_id in rows}
 
 
-def update_consumers(conn, changes, generation):
+def update_consumers(conn, changes):
     """changes: [(id, expected_generation, project_id, user_id, type)].
 
-    Compare-and-swap every generation, one statement per distinct set of
-    fields; False when someone else moved one of them."""
+    Compare-and-swap every generation up by one, one statement per
+    distinct set of fields; False when someone else moved one of them."""
     groups = collections.defaultdict(list)
     for consumer_id, expected, project_id, user_id, kind in changes:
         groups[(project_id, user_id, kind)].append((consumer_id, expected))
@@ -88,17 +104,21 @@ def update_consumers(conn, changes, generation):
         result = conn.execute(
             sa.update(_c)
             .where(sa.tuple_(_c.c.id, _c.c.generation).in_(pairs))
-            .values(generation=generation, updated_at=now,
+            .values(generation=_c.c.generation + 1, updated_at=now,
                     project_id=project_id, user_id=user_id,
-                    consumer_type=kind))
+                    consumer_type=_UNTYPED if kind is None else kind))
         if result.rowcount != len(pairs):
             return False
     return True
 
 
-def delete_consumers(conn, consumer_ids):
-    if consumer_ids:
-        conn.execute(sa.delete(_c).where(_c.c.id.in_(sorted(consumer_ids))))
+def delete_consumers(conn, consumers):
+    """Delete these Consumers (locked), retiring their generations."""
+    if consumers:
+        conn.execute(sa.delete(_c).where(
+            _c.c.id.in_(sorted(c.id for c in consumers))))
+        generations.retire(conn, generations.CONSUMER,
+                           {c.uuid: c.generation for c in consumers})
 
 
 def _described(rows):
@@ -107,7 +127,7 @@ def _described(rows):
     found = collections.OrderedDict()
     width = len(Consumer._fields)
     for row in rows:
-        consumer = Consumer(*row[:width])
+        consumer = _consumer(row[:width])
         _, allocs = found.setdefault(consumer.uuid, (consumer, {}))
         if row.provider_uuid is not None:
             resources, _gen = allocs.setdefault(
@@ -171,4 +191,29 @@ def page(conn, project_id=None, limit=1000, marker=None):
         query = query.where(_c.c.project_id == project_id)
     if marker is not None:
         query = query.where(_c.c.uuid > marker)
-    return [Consumer(*row) for row in conn.execute(query)]
+    return [_consumer(row) for row in conn.execute(query)]
+
+
+def project_usage(conn, project_id, user_id=None):
+    """What a project's (and user's) consumers hold, by consumer type:
+    {consumer_type: ({class: used}, consumer_count)}."""
+    query = (sa.select(_c.c.consumer_type, _rc.c.name,
+                       sa.func.sum(_alloc.c.used))
+             .select_from(_c)
+             .join(_alloc, _alloc.c.consumer_id == _c.c.id)
+             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+             .where(_c.c.project_id == project_id)
+             .group_by(_c.c.consumer_type, _rc.c.name))
+    if user_id is not None:
+        query = query.where(_c.c.user_id == user_id)
+    counts = (sa.select(_c.c.consumer_type, sa.func.count())
+              .where(_c.c.project_id == project_id)
+              .group_by(_c.c.consumer_type))
+    if user_id is not None:
+        counts = counts.where(_c.c.user_id == user_id)
+    found = {}
+    for kind, count in conn.execute(counts):
+        found[kind or None] = ({}, int(count))
+    for kind, name, used in conn.execute(query):
+        found[kind or None][0][name] = int(used)
+    return found

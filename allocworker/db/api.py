@@ -1,8 +1,8 @@
 """Engine set-up and the two kinds of transaction every query runs in.
 
-``reader()`` yields a connection for one read; ``writer()`` yields a
-connection and the fresh generation for one write transaction. Retries
-belong outside these blocks, so every attempt is a new transaction.
+``reader()`` yields a connection for one read; ``writer()`` one for a
+write transaction. Retries belong outside these blocks, so every attempt
+is a new transaction.
 """
 
 import contextlib
@@ -12,7 +12,7 @@ import threading
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
 
-from allocworker.db import schema
+from allocworker.db import generations
 
 _lock = threading.Lock()
 _facade = None
@@ -93,28 +93,11 @@ def reader():
 
 @contextlib.contextmanager
 def writer():
-    """One write transaction; yields (connection, generation).
-
-    Taking the generation is the first statement on purpose: on SQLite it
-    takes the database's write lock before anything is read, which makes
-    the whole transaction serializable there.
-    """
+    """One write transaction; yields its connection."""
     with _get_facade().writer.connection.using(_Scope()) as conn:
-        yield conn, next_generation(conn)
-
-
-def next_generation(conn):
-    result = conn.execute(sa.insert(schema.generations).values())
-    return result.inserted_primary_key[0]
-
-
-def prune_generations(conn):
-    """Delete every generation row but the newest (the counter's memory)."""
-    newest = conn.execute(sa.select(sa.func.max(schema.generations.c.id)))
-    newest = newest.scalar()
-    if newest is not None:
-        conn.execute(sa.delete(schema.generations)
-                     .where(schema.generations.c.id < newest))
+        if conn.dialect.name == 'sqlite':
+            generations.take_write_lock(conn)
+        yield conn
 
 
 def for_update(query):

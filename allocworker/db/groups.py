@@ -6,6 +6,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db import generations
 from allocworker.db import schema
 
 _g = schema.consumer_groups
@@ -21,16 +22,19 @@ _COLUMNS = [_g.c.id, _g.c.uuid, _g.c.name, _g.c.project_id, _g.c.policy,
             _g.c.max_per_root, _g.c.generation]
 
 
-def create(conn, uuid, name, project_id, policy, max_per_root, generation):
+def create(conn, uuid, name, project_id, policy, max_per_root):
+    generation = generations.first(conn, generations.GROUP, [uuid])[uuid]
     conn.execute(sa.insert(_g).values(
         uuid=uuid, name=name, project_id=project_id, policy=policy,
         max_per_root=max_per_root, generation=generation,
         created_at=timeutils.utcnow()))
 
 
-def delete(conn, group_id):
-    conn.execute(sa.delete(_m).where(_m.c.group_id == group_id))
-    conn.execute(sa.delete(_g).where(_g.c.id == group_id))
+def delete(conn, group):
+    conn.execute(sa.delete(_m).where(_m.c.group_id == group.id))
+    conn.execute(sa.delete(_g).where(_g.c.id == group.id))
+    generations.retire(conn, generations.GROUP,
+                       {group.uuid: group.generation})
 
 
 def ids_by_uuid(conn, uuids):
@@ -110,11 +114,12 @@ def remove_members(conn, group_id, consumer_uuids):
             _m.c.consumer_uuid.in_(sorted(consumer_uuids))))
 
 
-def bump_generation(conn, group_id, expected, generation):
+def bump_generation(conn, group_id, expected):
     result = conn.execute(
         sa.update(_g).where(_g.c.id == group_id,
                             _g.c.generation == expected)
-        .values(generation=generation, updated_at=timeutils.utcnow()))
+        .values(generation=_g.c.generation + 1,
+                updated_at=timeutils.utcnow()))
     return result.rowcount == 1
 
 

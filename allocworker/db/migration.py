@@ -37,5 +37,5 @@ def sync(revision='head'):
     resource classes of the installed os-resource-classes all exist."""
     with api.get_engine().begin() as conn:
         alembic_command.upgrade(_alembic_config(conn), revision)
-    with api.writer() as (conn, _generation):
+    with api.writer() as conn:
         resource_classes.ensure(conn, os_resource_classes.STANDARDS)

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from allocworker import capacity
 from allocworker.db import api
+from allocworker.db import generations
 from allocworker.db import schema
 
 _p = schema.providers
@@ -76,8 +77,9 @@ def ids_by_uuid(conn, uuids):
     return dict(rows.all())
 
 
-def create(conn, uuid, name, generation, parent_id=None, root_id=None):
+def create(conn, uuid, name, parent_id=None, root_id=None):
     now = timeutils.utcnow()
+    generation = generations.first(conn, generations.PROVIDER, [uuid])[uuid]
     result = conn.execute(sa.insert(_p).values(
         uuid=uuid, name=name, generation=generation,
         parent_provider_id=parent_id, root_provider_id=root_id,
@@ -101,34 +103,33 @@ def has_allocations(conn, provider_id):
     return conn.execute(query).first() is not None
 
 
-def delete(conn, provider_id):
+def delete(conn, provider_id, uuid, generation):
     conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id))
     conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
     # InnoDB refuses to delete a row whose foreign key points at itself.
     conn.execute(sa.update(_p).where(_p.c.id == provider_id)
                  .values(root_provider_id=None))
     conn.execute(sa.delete(_p).where(_p.c.id == provider_id))
+    generations.retire(conn, generations.PROVIDER, {uuid: generation})
 
 
-def bump_generation(conn, provider_id, expected, generation):
-    """Compare-and-swap the generation; False when someone else moved it."""
-    result = conn.execute(
-        sa.update(_p)
-        .where(_p.c.id == provider_id, _p.c.generation == expected)
-        .values(generation=generation, updated_at=timeutils.utcnow()))
-    return result.rowcount == 1
+def bump_generation(conn, provider_id, expected):
+    """Compare-and-swap the generation up by one; False when someone else
+    moved it."""
+    return bump_generations(conn, {provider_id: expected})
 
 
-def bump_generations(conn, expected, generation):
-    """Compare-and-swap many providers' generations in one statement;
-    ``expected`` is {provider_id: generation seen}."""
+def bump_generations(conn, expected):
+    """Compare-and-swap many providers' generations up by one, in one
+    statement; ``expected`` is {provider_id: generation seen}."""
     if not expected:
         return True
     result = conn.execute(
         sa.update(_p)
         .where(sa.tuple_(_p.c.id, _p.c.generation).in_(
             sorted(expected.items())))
-        .values(generation=generation, updated_at=timeutils.utcnow()))
+        .values(generation=_p.c.generation + 1,
+                updated_at=timeutils.utcnow()))
     return result.rowcount == len(expected)
 
 

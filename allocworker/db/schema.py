@@ -24,15 +24,14 @@ def _timestamps():
             sa.Column('updated_at', sa.DateTime, nullable=True)]
 
 
-# One row per generation ever handed out. Generations of providers and
-# consumers come from this one database-wide counter, so a uuid never sees
-# the same generation twice, even across delete and recreate. Old rows are
-# pruned; the newest is always kept so the counter never goes back.
-generations = sa.Table(
-    'generations', metadata,
-    sa.Column('id', sa.BigInteger().with_variant(sa.Integer, 'sqlite'),
-              primary_key=True, autoincrement=True),
-    sqlite_autoincrement=True, **_mysql)
+# The last generation of deleted providers, consumers and groups, so a
+# uuid never sees the same generation twice (see db/generations.py).
+retired_generations = sa.Table(
+    'retired_generations', metadata,
+    sa.Column('kind', sa.String(16), primary_key=True),
+    sa.Column('uuid', sa.String(36), primary_key=True),
+    sa.Column('generation', sa.BigInteger, nullable=False),
+    **_mysql)
 
 resource_classes = sa.Table(
     'resource_classes', metadata,

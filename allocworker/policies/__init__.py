@@ -69,6 +69,9 @@ CALLS = [
     _rule('get_providers', ANYONE, 'Read providers and inventories',
           'call'),
     _rule('get_usages', ANYONE, "Read providers' usages", 'call'),
+    _rule('project_usages', ADMIN_SERVICE_OR_OWNER,
+          "Read what a project's consumers hold (Placement's GET /usages); "
+          'the target is that project', 'call'),
     _rule('list_resource_classes', ANYONE, 'List resource classes', 'call'),
 ]
 

@@ -6,6 +6,7 @@ import os
 import subprocess
 
 from alembic import autogenerate
+from alembic import command as alembic_command
 from alembic import migration as alembic_migration
 import sqlalchemy as sa
 
@@ -64,3 +65,30 @@ def test_status_upgrade_check(database, scratch, backend):
     schema_check, = [c for c in json.loads(unsynced.stdout)['checks']
                      if c['check'] == 'Schema at head']
     assert 'allocworker-manage db sync' in schema_check['details']
+
+
+def test_upgrade_from_the_single_counter_keeps_generations_rising(
+        backend, scratch):
+    """Databases from revision 0004 counted generations database-wide; the
+    counter's last value becomes the floor of every new object."""
+    where = os.path.join(scratch, 'upgrade')
+    os.makedirs(where, exist_ok=True)
+    with services.fresh_database(backend, where) as url:
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                alembic_command.upgrade(migration._alembic_config(conn),
+                                        '0004')
+                for _ in range(3):
+                    conn.execute(sa.insert(sa.table('generations')))
+            with engine.begin() as conn:
+                alembic_command.upgrade(migration._alembic_config(conn),
+                                        'head')
+            with engine.connect() as conn:
+                floors = conn.execute(sa.text(
+                    "SELECT kind, generation FROM retired_generations "
+                    "WHERE uuid = '*'")).all()
+        finally:
+            engine.dispose()
+    assert sorted(tuple(f) for f in floors) == [
+        ('consumer', 3), ('group', 3), ('provider', 3)]

@@ -204,3 +204,30 @@ def test_provider_generation_changes_on_every_write_and_never_repeats():
     allocate(rp['uuid'], 1)
     seen.append(providers.get_providers(None, [rp['uuid']])[0]['generation'])
     assert len(set(seen)) == len(seen)
+
+
+def test_generations_count_per_object_as_placement_does():
+    rp = new_provider()
+    assert rp['generation'] == 0
+    item, = providers.set_inventories(None, rp['uuid'], 0,
+                                      {'VCPU': {'total': 8}})
+    assert item['generation'] == 1
+    consumer = str(uuid.uuid4())
+    assert allocate(rp['uuid'], 1, consumer)['consumer_generation'] == 1
+    assert providers.get_providers(None, [rp['uuid']])[0]['generation'] == 2
+    item, = allocations.allocate(None, [{
+        'consumer_uuid': consumer, 'consumer_generation': 1,
+        'project_id': 'p', 'user_id': 'u',
+        'allocations': {rp['uuid']: {'VCPU': 2}}}])
+    assert item['consumer_generation'] == 2
+
+
+def test_recreated_provider_starts_above_its_retired_generation():
+    rp = new_provider(inventories={'VCPU': {'total': 8}})
+    item, = providers.set_inventories(None, rp['uuid'], rp['generation'],
+                                      {'VCPU': {'total': 9}})
+    assert item['generation'] == 2
+    assert code(providers.delete_provider(None, rp['uuid'])[0]) == (200,
+                                                                    None)
+    again, = providers.create_provider(None, rp['uuid'], 'recreated')
+    assert again['generation'] == 3

@@ -16,6 +16,7 @@ LAYERS = [
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),
+    ('allocworker.usages', 4),
     ('allocworker.retry', 3), ('allocworker.policy', 3),
     ('allocworker.items', 3),
     ('allocworker.notifications', 3), ('allocworker.audit', 3),

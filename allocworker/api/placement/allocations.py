@@ -1,0 +1,176 @@
+"""``/allocations``: a consumer's allocations (GET, PUT, DELETE), several
+consumers at once (POST, 1.13), and a provider's allocations.
+
+Placement's differences from the RPC contract are mapped here, not in the
+service layer: an unknown consumer reads as ``{"allocations": {}}``;
+before 1.28 a write carries no consumer generation, so the shim reads the
+current one and writes under it (retrying when a concurrent writer moved
+it); before 1.8 a consumer may come without project and user, and gets
+Placement's "incomplete consumer" id for both; before 1.38 a new consumer
+records no type, and reads back at 1.38 as ``unknown``.
+"""
+
+import uuid as uuidlib
+
+from allocworker.api.placement import faults
+from allocworker.api.placement import http
+from allocworker.api.placement import providers as rp
+from allocworker.api.placement import schemas
+from allocworker import allocations
+from allocworker import codes
+
+INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
+UNKNOWN_TYPE = 'unknown'
+# Writes before 1.28 read the consumer generation, then write under it.
+READ_WRITE_ATTEMPTS = 5
+
+
+def _consumer(value):
+    try:
+        return str(uuidlib.UUID(value))
+    except ValueError:
+        raise http.bad_request('Malformed consumer_uuid: %s' % value)
+
+
+def _read(request, uuids):
+    """{uuid: the get_allocations item (status 200 or 404)}."""
+    found = faults.call(allocations.get_allocations, request.context,
+                        list(uuids))
+    return {uuid: faults.checked(item) if item['status'] != 404 else item
+            for uuid, item in zip(uuids, found)}
+
+
+def _representation(request, item):
+    body = {'allocations': {}}
+    if item['status'] == 404:
+        return body
+    body['allocations'] = item['allocations']
+    if request.at_least(12):
+        body['project_id'] = item['project_id']
+        body['user_id'] = item['user_id']
+    if request.at_least(28):
+        body['consumer_generation'] = item['consumer_generation']
+    if request.at_least(38):
+        body['consumer_type'] = item['consumer_type'] or UNKNOWN_TYPE
+    return body
+
+
+def show(request, consumer_uuid):
+    uuid = _consumer(consumer_uuid)
+    item = _read(request, [uuid])[uuid]
+    return http.Response(body=_representation(request, item),
+                         cacheable=True)
+
+
+def of_provider(request, uuid):
+    provider = rp.fetch(request, uuid)
+    held = faults.call(allocations.list_allocations, request.context, uuid)
+    return http.Response(body={
+        'resource_provider_generation': provider['generation'],
+        'allocations': {i['consumer_uuid']: {'resources': i['resources']}
+                        for i in held if i['status'] == 200}},
+        cacheable=True)
+
+
+# -- writes ----------------------------------------------------------------
+
+def _resources(request, allocations_field):
+    """{provider_uuid: {class: amount}} from either body format."""
+    if isinstance(allocations_field, list):
+        merged = {}
+        for entry in allocations_field:
+            uuid = entry['resource_provider']['uuid']
+            merged.setdefault(uuid, {}).update(entry['resources'])
+        return merged
+    return {str(uuidlib.UUID(uuid)): entry['resources']
+            for uuid, entry in allocations_field.items()}
+
+
+def _item(request, uuid, data):
+    item = {'consumer_uuid': uuid,
+            'project_id': data.get('project_id', INCOMPLETE_CONSUMER_ID),
+            'user_id': data.get('user_id', INCOMPLETE_CONSUMER_ID),
+            'allocations': _resources(request, data['allocations'])}
+    if request.at_least(28):
+        item['consumer_generation'] = data['consumer_generation']
+    if request.at_least(38):
+        item['consumer_type'] = data['consumer_type']
+    return item
+
+
+def _write(request, wanted):
+    """Write every consumer of ``wanted`` ({uuid: item}) in one atomic
+    call; raise the HTTPError of the first item at fault."""
+    attempts = 1 if request.at_least(28) else READ_WRITE_ATTEMPTS
+    for attempt in range(attempts):
+        if not request.at_least(28):
+            current = _read(request, list(wanted))
+            for uuid, item in wanted.items():
+                item['consumer_generation'] = current[uuid].get(
+                    'consumer_generation')
+        answers = allocations.write(
+            request.context, list(wanted.values()), atomic=True,
+            new_type=None if not request.at_least(38) else
+            allocations.DEFAULT_CONSUMER_TYPE)
+        failed = [a for a in answers if a['status'] != 200]
+        raced = any(a.get('code') == codes.CONSUMER_GENERATION_CONFLICT.code
+                    for a in failed)
+        if not failed or not raced or attempt == attempts - 1:
+            break
+    if failed:
+        raise _error(wanted, failed)
+
+
+def _error(wanted, failed):
+    at_fault = [a for a in failed if a['status'] != 424] or failed
+    answer = at_fault[0]
+    code = answer.get('code')
+    uuid = answer.get('consumer_uuid')
+    if code == codes.CONSUMER_GENERATION_CONFLICT.code:
+        def shown(generation):
+            return 'null' if generation is None else generation
+        return http.conflict(
+            'consumer generation conflict - expected %s but got %s'
+            % (shown(answer.get('consumer_generation')),
+               shown(wanted[uuid]['consumer_generation'])),
+            http.CONCURRENT_UPDATE)
+    prefix = 'Unable to allocate inventory for consumer %s: ' % uuid
+    if code == codes.CAPACITY_EXCEEDED.code:
+        prefix += 'The requested amount would exceed the capacity. '
+    return faults.error(answer['status'], code, answer['detail'], prefix)
+
+
+def put(request, consumer_uuid):
+    uuid = _consumer(consumer_uuid)
+    data = request.json(schemas.put_allocations(request))
+    _write(request, {uuid: _item(request, uuid, data)})
+    return http.Response(204)
+
+
+def post_many(request):
+    if not request.at_least(13):
+        raise http.not_found('The resource could not be found.')
+    data = request.json(schemas.post_allocations(request))
+    wanted = {}
+    for raw_uuid, fields in data.items():
+        uuid = _consumer(raw_uuid)
+        wanted[uuid] = _item(request, uuid, fields)
+    _write(request, wanted)
+    return http.Response(204)
+
+
+def delete(request, consumer_uuid):
+    uuid = _consumer(consumer_uuid)
+    for _attempt in range(READ_WRITE_ATTEMPTS):
+        current = _read(request, [uuid])[uuid]
+        if current['status'] == 404:
+            raise http.not_found("No allocations for consumer '%s'" % uuid)
+        answer, = allocations.write(request.context, [{
+            'consumer_uuid': uuid,
+            'consumer_generation': current['consumer_generation'],
+            'project_id': current['project_id'],
+            'user_id': current['user_id'], 'allocations': {}}])
+        if answer.get('code') != codes.CONSUMER_GENERATION_CONFLICT.code:
+            break
+    faults.checked(answer)
+    return http.Response(204)

@@ -1,0 +1,195 @@
+"""Requests, responses and errors as Placement's clients expect them.
+
+A handler takes a ``Request`` and returns a ``Response`` or raises
+``HTTPError``; ``render`` turns either into WSGI. Errors use Placement's
+body, ``{"errors": [{"status", "title", "detail", "request_id",
+"code"}]}`` (``code`` from microversion 1.23), or a small HTML page for a
+client that accepts only HTML.
+"""
+
+import datetime
+import email.utils
+import html
+import http.client
+import json
+import urllib.parse
+
+import jsonschema
+import microversion_parse
+from oslo_context import context as oslo_context
+
+MIN_VERSION = (1, 0)
+MAX_VERSION = (1, 39)
+VERSIONS = ['1.%d' % n for n in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
+SERVICE_TYPE = 'placement'
+UNDEFINED_CODE = 'placement.undefined_code'
+CONCURRENT_UPDATE = 'placement.concurrent_update'
+
+
+class HTTPError(Exception):
+    def __init__(self, status, detail, code=UNDEFINED_CODE, headers=()):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.code = code
+        self.headers = list(headers)
+
+
+def bad_request(detail, code=UNDEFINED_CODE):
+    return HTTPError(400, detail, code)
+
+
+def not_found(detail, code=UNDEFINED_CODE):
+    return HTTPError(404, detail, code)
+
+
+def conflict(detail, code=UNDEFINED_CODE):
+    return HTTPError(409, detail, code)
+
+
+class Response(object):
+    def __init__(self, status=200, body=None, headers=(), cacheable=False):
+        self.status = status
+        self.body = body
+        self.headers = list(headers)
+        # GETs of state carry Last-Modified and Cache-Control from 1.15.
+        self.cacheable = cacheable
+
+
+class Request(object):
+    def __init__(self, environ):
+        self.environ = environ
+        self.method = environ.get('REQUEST_METHOD', 'GET')
+        self.path = environ.get('PATH_INFO', '') or '/'
+        self.query = urllib.parse.parse_qs(
+            environ.get('QUERY_STRING', ''), keep_blank_values=True)
+        self.context = oslo_context.RequestContext.from_environ(environ)
+        self.version = _version(environ)
+
+    def at_least(self, minor):
+        return self.version >= (1, minor)
+
+    def body(self):
+        length = int(self.environ.get('CONTENT_LENGTH') or 0)
+        return self.environ['wsgi.input'].read(length) if length else b''
+
+    def json(self, schema):
+        """The JSON body, checked against ``schema`` (jsonschema)."""
+        try:
+            data = json.loads(self.body() or b'null')
+        except ValueError as exc:
+            raise bad_request('Malformed JSON: %s' % exc)
+        validate(data, schema)
+        return data
+
+    def params(self, schema):
+        """Query parameters (one value each), checked against ``schema``."""
+        values = {k: v[-1] for k, v in self.query.items()}
+        try:
+            jsonschema.validate(values, schema)
+        except jsonschema.ValidationError as exc:
+            raise bad_request('Invalid query string parameters: %s' % exc)
+        return values
+
+
+def validate(data, schema):
+    try:
+        jsonschema.validate(data, schema,
+                            format_checker=jsonschema.FormatChecker())
+    except jsonschema.ValidationError as exc:
+        raise bad_request('JSON does not validate: %s' % exc)
+
+
+def _version(environ):
+    headers = {'openstack-api-version':
+               environ.get('HTTP_OPENSTACK_API_VERSION', '')}
+    if not headers['openstack-api-version']:
+        return MIN_VERSION
+    try:
+        found = microversion_parse.extract_version(headers, SERVICE_TYPE,
+                                                   VERSIONS)
+    except TypeError as exc:
+        raise bad_request(str(exc).split(';')[0])
+    except ValueError as exc:
+        raise HTTPError(406, str(exc))
+    return (found.major, found.minor)
+
+
+def version_headers(version):
+    major, minor = version
+    return [('OpenStack-API-Version',
+             '%s %d.%d' % (SERVICE_TYPE, major, minor)),
+            ('Vary', 'openstack-api-version')]
+
+
+def http_date(when=None):
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    return email.utils.format_datetime(when, usegmt=True)
+
+
+def render(environ, start_response, outcome, version, request_id):
+    """WSGI output of a Response or an HTTPError."""
+    headers = version_headers(version)
+    if request_id:
+        headers.append(('OpenStack-Request-Id', request_id))
+    if isinstance(outcome, HTTPError):
+        return _render_error(environ, start_response, outcome, version,
+                             request_id, headers)
+    headers.extend(_absolute(environ, outcome.headers))
+    if outcome.cacheable and version >= (1, 15):
+        headers.extend([('Cache-Control', 'no-cache'),
+                        ('Last-Modified', http_date())])
+    data = b''
+    if outcome.body is not None:
+        data = json.dumps(outcome.body).encode('utf-8')
+        headers.append(('Content-Type', 'application/json'))
+    if outcome.status != 204:
+        headers.append(('Content-Length', str(len(data))))
+    start_response(_status_line(outcome.status), headers)
+    return [data]
+
+
+def _absolute(environ, headers):
+    """Location headers as absolute URLs, as Placement sends them."""
+    base = '%s://%s%s' % (environ.get('wsgi.url_scheme', 'http'),
+                          environ.get('HTTP_HOST') or '%s:%s' % (
+                              environ.get('SERVER_NAME', 'localhost'),
+                              environ.get('SERVER_PORT', '80')),
+                          environ.get('SCRIPT_NAME', ''))
+    return [(name, base + value if name == 'Location' and
+             value.startswith('/') else value) for name, value in headers]
+
+
+def _render_error(environ, start_response, error, version, request_id,
+                  headers):
+    title = http.client.responses.get(error.status, 'Error')
+    headers = headers + error.headers
+    accept = environ.get('HTTP_ACCEPT', '')
+    if accept and 'json' not in accept and 'html' in accept:
+        text = '%d %s' % (error.status, title)
+        data = ('<html>\n <head>\n  <title>%s</title>\n </head>\n <body>\n'
+                '  <h1>%s</h1>\n  %s<br /><br />\n%s\n </body>\n</html>'
+                % (text, text, _EXPLANATIONS.get(error.status, ''),
+                   html.escape(error.detail))).encode('utf-8')
+        headers.append(('Content-Type', 'text/html; charset=UTF-8'))
+    else:
+        entry = {'status': error.status, 'title': title,
+                 'detail': error.detail, 'request_id': request_id}
+        if version >= (1, 23):
+            entry['code'] = error.code
+        data = json.dumps({'errors': [entry]}).encode('utf-8')
+        headers.append(('Content-Type', 'application/json'))
+    headers.append(('Content-Length', str(len(data))))
+    start_response(_status_line(error.status), headers)
+    return [data]
+
+
+_EXPLANATIONS = {
+    404: 'The resource could not be found.',
+    405: 'The method is not allowed for this resource.',
+    406: 'The requested version of the API is not available.',
+}
+
+
+def _status_line(status):
+    return '%d %s' % (status, http.client.responses.get(status, ''))

@@ -1,0 +1,65 @@
+"""``/resource_classes``: list and show (1.2), create (1.2) and the
+idempotent PUT of 1.7. Renaming and deleting custom classes are not
+offered yet (405)."""
+
+from allocworker.api.placement import faults
+from allocworker.api.placement import http
+from allocworker.api.placement import schemas
+from allocworker import providers
+
+
+def _url(name):
+    return '/resource_classes/%s' % name
+
+
+def _representation(name):
+    return {'name': name, 'links': [{'rel': 'self', 'href': _url(name)}]}
+
+
+def _names(request):
+    return [i['name'] for i in faults.call(providers.list_resource_classes,
+                                           request.context)]
+
+
+def _since(request, minor):
+    if not request.at_least(minor):
+        raise http.not_found('The resource could not be found.')
+
+
+def list_classes(request):
+    return http.Response(body={'resource_classes': [
+        _representation(n) for n in _names(request)]}, cacheable=True)
+
+
+def show(request, name):
+    _since(request, 2)
+    if name not in _names(request):
+        raise http.not_found('No such resource class with name %s' % name)
+    return http.Response(body=_representation(name), cacheable=True)
+
+
+def _create(request, name):
+    item, = providers.create_resource_class(request.context, name)
+    if item.get('code') == 'invalid_request':
+        raise http.bad_request(item['detail'])
+    return faults.checked(item)['created']
+
+
+def create(request):
+    _since(request, 2)
+    name = request.json(schemas.resource_class())['name']
+    if not _create(request, name):
+        raise http.conflict('Conflicting resource class already exists: %s'
+                            % name, 'placement.duplicate_name')
+    return http.Response(201, None, [('Location', _url(name))])
+
+
+def update(request, name):
+    if not request.at_least(7):
+        _since(request, 2)
+        raise http.HTTPError(
+            405, 'Renaming resource classes is not offered; since 1.7 PUT '
+            'creates one.', headers=[('Allow', 'GET')])
+    created = _create(request, name)
+    return http.Response(201 if created else 204, None,
+                         [('Location', _url(name))])
