@@ -142,6 +142,25 @@ def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
     return [_result_item(items[i], result) for i, result in enumerate(results)]
 
 
+def prepared(context, items):
+    """Allocate items parsed and authorized: [Request | Fault]."""
+    validation.batch(items, 'items', CONF.worker.max_batch_items)
+    return [_authorized(context, r) for r in _parse_batch(items)]
+
+
+def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE):
+    """Judge and commit ``requests`` atomically inside ``conn``'s
+    transaction: (results, notification payloads), or BatchFailed."""
+    plan = _Plan(conn, context, requests, True, new_type)
+    plan.check()
+    return plan.commit()
+
+
+def answers(items, results):
+    """The result items of ``items``, from {index: item | Fault}."""
+    return [_result_item(items[i], results[i]) for i in range(len(items))]
+
+
 def _authorized(context, request):
     """The request, or its 403 when the caller may not write its project."""
     if isinstance(request, Request) and not policy.allowed(
@@ -160,7 +179,7 @@ def _result_item(raw, result):
 def _allocate_atomic(context, parsed, changes, new_type):
     requests = [r for r in parsed if isinstance(r, Request)]
     if len(requests) < len(parsed):
-        return [r if isinstance(r, codes.Fault) else _aborted(r)
+        return [r if isinstance(r, codes.Fault) else aborted(r)
                 for r in parsed]
     outcome = _guarded(context, requests, changes, True, new_type)
     return [outcome[r.index] for r in requests]
@@ -187,7 +206,7 @@ def _is_unexpected(outcome):
         outcome.code == codes.INTERNAL_ERROR
 
 
-def _aborted(request):
+def aborted(request):
     return codes.Fault(codes.BATCH_ABORTED,
                        'items[%d] was valid but the atomic batch was rolled '
                        'back because of another item' % request.index)
@@ -206,7 +225,7 @@ def _guarded(context, requests, changes, atomic, new_type):
         changes.extend(committed)
         return results
     except BatchFailed as failed:
-        return {r.index: failed.faults.get(r.index) or _aborted(r)
+        return {r.index: failed.faults.get(r.index) or aborted(r)
                 for r in requests}
     except codes.Fault as fault:
         return {r.index: fault for r in requests}

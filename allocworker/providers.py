@@ -214,33 +214,65 @@ def _set_inventories(provider_uuid, provider_generation, inventories, force):
 
 def _replace_inventories(provider_uuid, expected_generation, parsed, force):
     with db.writer() as conn:
-        row = db_providers.lock_by_uuid(conn, provider_uuid)
-        if row is None:
-            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                              'provider %s does not exist' % provider_uuid)
-        if row.generation != expected_generation:
-            raise codes.Fault(
-                codes.PROVIDER_GENERATION_CONFLICT,
-                'provider %s is at generation %d, not %d'
-                % (provider_uuid, row.generation, expected_generation),
-                generation=row.generation)
-        class_ids = db_classes.ids_by_name(conn, parsed)
-        for name in parsed:
-            if name not in class_ids:
-                raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
-                                  'inventories: No such resource class %s'
-                                  % name)
-        used = {name: amount for (_pid, name), amount in
-                db_providers.usages(conn, [row.id]).items()}
+        return replace_inventories_in(conn, provider_uuid,
+                                      expected_generation, parsed, force)
+
+
+def replace_inventories_in(conn, provider_uuid, expected_generation, parsed,
+                           force, reshaping=False):
+    """Replace a provider's inventories inside ``conn``'s transaction; its
+    new generation. ``reshaping`` defers the in-use rules to
+    ``settle_inventories``, run once the allocations have moved too."""
+    row = lock_at_generation(conn, provider_uuid, expected_generation)
+    class_ids = db_classes.ids_by_name(conn, parsed)
+    for name in parsed:
+        if name not in class_ids:
+            raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
+                              'inventories: No such resource class %s'
+                              % name)
+    used = {name: amount for (_pid, name), amount in
+            db_providers.usages(conn, [row.id]).items()}
+    if not reshaping:
         check_inventory_change(provider_uuid, parsed, used, force)
-        forced = {class_ids[n] for n, inv in parsed.items()
-                  if not capacity.fits(inv, used.get(n, 0))}
-        db_providers.replace_inventories(
-            conn, row.id, {class_ids[n]: inv for n, inv in parsed.items()},
-            forced)
-        if not db_providers.bump_generation(conn, row.id, row.generation):
-            raise db.ConcurrentUpdate(provider_uuid)
-        return row.generation + 1
+    _store_inventories(conn, row.id, parsed, class_ids, used)
+    if not db_providers.bump_generation(conn, row.id, row.generation):
+        raise db.ConcurrentUpdate(provider_uuid)
+    return row.generation + 1
+
+
+def settle_inventories(conn, provider_uuid, parsed):
+    """After a reshape moved allocations: no class in use may have lost
+    its inventory, and over-capacity is marked where it now is."""
+    row = db_providers.lock_by_uuid(conn, provider_uuid)
+    used = {name: amount for (_pid, name), amount in
+            db_providers.usages(conn, [row.id]).items()}
+    check_inventory_change(provider_uuid, parsed, used, force=True)
+    _store_inventories(conn, row.id, parsed,
+                       db_classes.ids_by_name(conn, parsed), used)
+
+
+def _store_inventories(conn, provider_id, parsed, class_ids, used):
+    forced = {class_ids[n] for n, inv in parsed.items()
+              if not capacity.fits(inv, used.get(n, 0))}
+    db_providers.replace_inventories(
+        conn, provider_id, {class_ids[n]: inv for n, inv in parsed.items()},
+        forced)
+
+
+def lock_at_generation(conn, provider_uuid, expected_generation):
+    """Lock the provider for a write under its generation: its row, or the
+    404 / generation-conflict fault."""
+    row = db_providers.lock_by_uuid(conn, provider_uuid)
+    if row is None:
+        raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                          'provider %s does not exist' % provider_uuid)
+    if row.generation != expected_generation:
+        raise codes.Fault(
+            codes.PROVIDER_GENERATION_CONFLICT,
+            'provider %s is at generation %d, not %d'
+            % (provider_uuid, row.generation, expected_generation),
+            generation=row.generation)
+    return row
 
 
 def check_inventory_change(provider_uuid, parsed, used, force):

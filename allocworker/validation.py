@@ -124,6 +124,23 @@ def custom_resource_class(value, field='name'):
     return value
 
 
+def trait_name(value, field):
+    if not isinstance(value, str) or not ANY_CLASS.match(value) or \
+            len(value) > MAX_STRING:
+        raise invalid('%s is not a valid trait name: %s'
+                      % (field, _show(value)))
+    return value
+
+
+def custom_trait(value, field='name'):
+    if not isinstance(value, str) or not CUSTOM_CLASS.match(value) or \
+            len(value) > MAX_STRING:
+        raise invalid('%s must match ^CUSTOM_[A-Z0-9_]+$ (at most %d '
+                      'characters), not %s' % (field, MAX_STRING,
+                                               _show(value)))
+    return value
+
+
 def consumer_type(value, field):
     if not isinstance(value, str) or not CONSUMER_TYPE.match(value) or \
             len(value) > MAX_STRING:

@@ -7,9 +7,11 @@ from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 import os_resource_classes
+import os_traits
 
 from allocworker.db import api
 from allocworker.db import resource_classes
+from allocworker.db import traits
 
 
 def _alembic_config(connection=None):
@@ -34,8 +36,9 @@ def current():
 
 def sync(revision='head'):
     """Bring the schema to ``revision``, then make sure the standard
-    resource classes of the installed os-resource-classes all exist."""
+    resource classes and traits (os-resource-classes, os-traits) exist."""
     with api.get_engine().begin() as conn:
         alembic_command.upgrade(_alembic_config(conn), revision)
     with api.writer() as conn:
         resource_classes.ensure(conn, os_resource_classes.STANDARDS)
+        traits.ensure(conn, os_traits.get_traits())

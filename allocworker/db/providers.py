@@ -106,6 +106,10 @@ def has_allocations(conn, provider_id):
 def delete(conn, provider_id, uuid, generation):
     conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id))
     conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
+    conn.execute(sa.delete(schema.provider_traits)
+                 .where(schema.provider_traits.c.provider_id == provider_id))
+    conn.execute(sa.delete(schema.provider_aggregates).where(
+        schema.provider_aggregates.c.provider_id == provider_id))
     # InnoDB refuses to delete a row whose foreign key points at itself.
     conn.execute(sa.update(_p).where(_p.c.id == provider_id)
                  .values(root_provider_id=None))

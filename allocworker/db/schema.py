@@ -173,3 +173,32 @@ usages = sa.Table(
               sa.ForeignKey('resource_classes.id'), primary_key=True),
     sa.Column('used', sa.BigInteger, nullable=False),
     **_mysql)
+
+# Qualitative facts about providers (os-traits names and CUSTOM_ ones), and
+# the aggregates providers belong to; Placement's API carries both, and
+# allocation candidates read them (sharing providers are found through
+# aggregates).
+traits = sa.Table(
+    'traits', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('name', sa.String(255), nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('name'),
+    **_mysql)
+
+provider_traits = sa.Table(
+    'provider_traits', metadata,
+    sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
+              primary_key=True),
+    sa.Column('trait_id', sa.Integer, sa.ForeignKey('traits.id'),
+              primary_key=True),
+    sa.Index(None, 'trait_id'),
+    **_mysql)
+
+provider_aggregates = sa.Table(
+    'provider_aggregates', metadata,
+    sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
+              primary_key=True),
+    sa.Column('aggregate_uuid', sa.String(36), primary_key=True),
+    sa.Index(None, 'aggregate_uuid'),
+    **_mysql)

@@ -73,6 +73,17 @@ CALLS = [
           "Read what a project's consumers hold (Placement's GET /usages); "
           'the target is that project', 'call'),
     _rule('list_resource_classes', ANYONE, 'List resource classes', 'call'),
+    _rule('list_traits', ANYONE, 'List traits', 'call'),
+    _rule('create_trait', ADMIN, 'Create a custom trait', 'call'),
+    _rule('delete_trait', ADMIN, 'Delete a custom trait', 'call'),
+    _rule('set_provider_traits', ADMIN, "Replace a provider's traits",
+          'call'),
+    _rule('set_provider_aggregates', ADMIN,
+          "Replace a provider's aggregates", 'call'),
+    _rule('reshape', ADMIN, 'Move inventories and allocations together',
+          'call'),
+    _rule('allocation_candidates', ANYONE,
+          'List the ways a request for resources could be placed', 'call'),
 ]
 
 

@@ -25,7 +25,7 @@ UNKNOWN_TYPE = 'unknown'
 READ_WRITE_ATTEMPTS = 5
 
 
-def _consumer(value):
+def consumer(value):
     try:
         return str(uuidlib.UUID(value))
     except ValueError:
@@ -56,7 +56,7 @@ def _representation(request, item):
 
 
 def show(request, consumer_uuid):
-    uuid = _consumer(consumer_uuid)
+    uuid = consumer(consumer_uuid)
     item = _read(request, [uuid])[uuid]
     return http.Response(body=_representation(request, item),
                          cacheable=True)
@@ -86,7 +86,7 @@ def _resources(request, allocations_field):
             for uuid, entry in allocations_field.items()}
 
 
-def _item(request, uuid, data):
+def item(request, uuid, data):
     item = {'consumer_uuid': uuid,
             'project_id': data.get('project_id', INCOMPLETE_CONSUMER_ID),
             'user_id': data.get('user_id', INCOMPLETE_CONSUMER_ID),
@@ -105,8 +105,8 @@ def _write(request, wanted):
     for attempt in range(attempts):
         if not request.at_least(28):
             current = _read(request, list(wanted))
-            for uuid, item in wanted.items():
-                item['consumer_generation'] = current[uuid].get(
+            for uuid, request_item in wanted.items():
+                request_item['consumer_generation'] = current[uuid].get(
                     'consumer_generation')
         answers = allocations.write(
             request.context, list(wanted.values()), atomic=True,
@@ -118,10 +118,10 @@ def _write(request, wanted):
         if not failed or not raced or attempt == attempts - 1:
             break
     if failed:
-        raise _error(wanted, failed)
+        raise error(wanted, failed)
 
 
-def _error(wanted, failed):
+def error(wanted, failed):
     at_fault = [a for a in failed if a['status'] != 424] or failed
     answer = at_fault[0]
     code = answer.get('code')
@@ -141,9 +141,9 @@ def _error(wanted, failed):
 
 
 def put(request, consumer_uuid):
-    uuid = _consumer(consumer_uuid)
+    uuid = consumer(consumer_uuid)
     data = request.json(schemas.put_allocations(request))
-    _write(request, {uuid: _item(request, uuid, data)})
+    _write(request, {uuid: item(request, uuid, data)})
     return http.Response(204)
 
 
@@ -153,14 +153,14 @@ def post_many(request):
     data = request.json(schemas.post_allocations(request))
     wanted = {}
     for raw_uuid, fields in data.items():
-        uuid = _consumer(raw_uuid)
-        wanted[uuid] = _item(request, uuid, fields)
+        uuid = consumer(raw_uuid)
+        wanted[uuid] = item(request, uuid, fields)
     _write(request, wanted)
     return http.Response(204)
 
 
 def delete(request, consumer_uuid):
-    uuid = _consumer(consumer_uuid)
+    uuid = consumer(consumer_uuid)
     for _attempt in range(READ_WRITE_ATTEMPTS):
         current = _read(request, [uuid])[uuid]
         if current['status'] == 404:

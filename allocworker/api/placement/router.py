@@ -8,12 +8,16 @@ import re
 
 from oslo_log import log as logging
 
+from allocworker.api.placement import aggregates
 from allocworker.api.placement import allocations
+from allocworker.api.placement import candidates
 from allocworker.api.placement import http
 from allocworker.api.placement import inventories
 from allocworker.api.placement import providers
+from allocworker.api.placement import reshaper
 from allocworker.api.placement import resource_classes
 from allocworker.api.placement import root
+from allocworker.api.placement import traits
 from allocworker.api.placement import usages
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +40,16 @@ ROUTES = [
     ('/resource_providers/{uuid}/usages', {'GET': usages.of_provider}),
     ('/resource_providers/{uuid}/allocations', {
         'GET': allocations.of_provider}),
+    ('/resource_providers/{uuid}/traits', {
+        'GET': traits.of_provider, 'PUT': traits.set_for_provider,
+        'DELETE': traits.delete_for_provider}),
+    ('/resource_providers/{uuid}/aggregates', {
+        'GET': aggregates.of_provider, 'PUT': aggregates.set_for_provider}),
+    ('/traits', {'GET': traits.list_traits}),
+    ('/traits/{name}', {'GET': traits.show, 'PUT': traits.create,
+                        'DELETE': traits.delete}),
+    ('/allocation_candidates', {'GET': candidates.list_candidates}),
+    ('/reshaper', {'POST': reshaper.reshape}),
     ('/usages', {'GET': usages.of_project}),
     ('/allocations', {'POST': allocations.post_many}),
     ('/allocations/{consumer_uuid}', {'GET': allocations.show,

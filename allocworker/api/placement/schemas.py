@@ -154,3 +154,41 @@ def resource_class():
     return _object({'name': {'type': 'string', 'pattern':
                              '^CUSTOM_[A-Z0-9_]+$', 'maxLength': 255}},
                    ['name'])
+
+
+# -- traits and aggregates -----------------------------------------------
+
+def list_traits():
+    return _object({'name': {'type': 'string'},
+                    'associated': {'type': 'string',
+                                   'enum': ['true', 'false', 'True',
+                                            'False']}})
+
+
+def put_provider_traits():
+    return _object({
+        'traits': {'type': 'array', 'uniqueItems': True, 'items': {
+            'type': 'string', 'pattern': CLASS_PATTERN}},
+        'resource_provider_generation': GENERATION},
+        ['traits', 'resource_provider_generation'])
+
+
+def put_aggregates(request):
+    uuids = {'type': 'array', 'uniqueItems': True, 'items': UUID}
+    if not request.at_least(19):
+        return uuids
+    return _object({'aggregates': uuids,
+                    'resource_provider_generation': GENERATION},
+                   ['aggregates', 'resource_provider_generation'])
+
+
+# -- reshaper ------------------------------------------------------------
+
+def reshaper(request):
+    consumers = post_allocations(request)
+    consumers.pop('minProperties', None)
+    return _object({
+        'inventories': {'type': 'object', 'patternProperties': {
+            UUID_PATTERN: put_inventories()},
+            'additionalProperties': False},
+        'allocations': consumers}, ['inventories', 'allocations'])

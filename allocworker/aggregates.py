@@ -1,0 +1,68 @@
+"""Rules for the aggregates a provider belongs to. Aggregates are only
+uuids that group providers; a provider that carries the
+MISC_SHARES_VIA_AGGREGATE trait shares its inventory with the providers of
+its aggregates (allocation candidates use that). Setting them is a write
+to the provider, under its generation."""
+
+from allocworker import codes
+from allocworker import items
+from allocworker import policy
+from allocworker import providers
+from allocworker import retry
+from allocworker import validation
+from allocworker.db import aggregates as db_aggregates
+from allocworker.db import api as db
+from allocworker.db import providers as db_providers
+
+
+def get_provider_aggregates(context, uuid):
+    return items.one(context, {'uuid': items.echo(uuid)}, _read, context,
+                     uuid)
+
+
+def _read(context, uuid):
+    uuid = validation.uuid(uuid, 'uuid')
+    policy.check(context, 'get_providers', 'provider %s' % uuid)
+    with db.reader() as conn:
+        provider = db_providers.get(conn, uuid)
+        if provider is None:
+            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                              'provider %s does not exist' % uuid)
+        found = db_aggregates.of_providers(conn, [provider.id])
+    return {'uuid': uuid, 'generation': provider.generation,
+            'aggregates': sorted(found.get(provider.id, ())),
+            'status': 200}
+
+
+def set_provider_aggregates(context, uuid, provider_generation, aggregates):
+    """Replace the provider's aggregates; ``provider_generation`` None
+    writes whatever the generation is (Placement before 1.19)."""
+    return items.one(context, {'uuid': items.echo(uuid)}, _set, context,
+                     uuid, provider_generation, aggregates)
+
+
+def _set(context, uuid, provider_generation, aggregates):
+    uuid = validation.uuid(uuid, 'uuid')
+    if provider_generation is not None:
+        validation.integer(provider_generation, 'provider_generation',
+                           minimum=0, maximum=None)
+    if not isinstance(aggregates, list):
+        raise validation.invalid('aggregates must be a list of uuids')
+    aggregates = sorted({validation.uuid(a, 'aggregates')
+                         for a in aggregates})
+    policy.check(context, 'set_provider_aggregates', 'provider %s' % uuid)
+    generation = retry.write(_replace, uuid, provider_generation, aggregates)
+    return {'uuid': uuid, 'generation': generation,
+            'aggregates': aggregates, 'status': 200}
+
+
+def _replace(uuid, expected_generation, aggregates):
+    with db.writer() as conn:
+        if expected_generation is None:
+            row = db_providers.lock_by_uuid(conn, uuid)
+            expected_generation = row.generation if row else None
+        row = providers.lock_at_generation(conn, uuid, expected_generation)
+        db_aggregates.replace(conn, row.id, aggregates)
+        if not db_providers.bump_generation(conn, row.id, row.generation):
+            raise db.ConcurrentUpdate(uuid)
+        return row.generation + 1

@@ -1,0 +1,124 @@
+"""Allocation candidates: the ways a request for resources could be
+placed right now (Placement's ``GET /allocation_candidates``, its
+unnumbered request group).
+
+A candidate takes every requested class from one provider each: providers
+of one tree, plus sharing providers (MISC_SHARES_VIA_AGGREGATE) that share
+an aggregate with that tree. Every provider used must pass the capacity
+and unit rules of ``capacity``; together they must carry the required
+traits and none of the forbidden ones. Candidates are advice read from one
+snapshot: ``allocate`` judges again when the caller claims one.
+"""
+
+import itertools
+
+from allocworker import capacity
+from allocworker import policy
+from allocworker import validation
+from allocworker.db import aggregates as db_aggregates
+from allocworker.db import api as db
+from allocworker.db import providers as db_providers
+from allocworker.db import traits as db_traits
+
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+
+
+class _World(object):
+    """Every provider with its inventories, usage, traits and aggregates."""
+
+    def __init__(self, conn):
+        described = db_providers.describe(conn)
+        self.providers = {p.uuid: p for p, _classes in described}
+        self.classes = {p.uuid: classes for p, classes in described}
+        by_id = {p.id: p.uuid for p in self.providers.values()}
+        self.traits = {by_id[pid]: names for pid, names in
+                       db_traits.of_providers(conn).items() if pid in by_id}
+        self.aggregates = {by_id[pid]: aggs for pid, aggs in
+                           db_aggregates.of_providers(conn).items()
+                           if pid in by_id}
+        self.trees = {}
+        for p in self.providers.values():
+            self.trees.setdefault(p.root_uuid, []).append(p.uuid)
+
+    def can_supply(self, uuid, name, amount):
+        found = self.classes[uuid].get(name)
+        if found is None:
+            return False
+        inventory, used = found
+        return (capacity.unit_violation(inventory, amount) is None and
+                capacity.fits(inventory, used + amount))
+
+    def sharing_with(self, tree):
+        aggregates = set()
+        for uuid in tree:
+            aggregates |= self.aggregates.get(uuid, set())
+        return [u for u in self.providers if u not in tree and
+                SHARING_TRAIT in self.traits.get(u, ()) and
+                self.aggregates.get(u, set()) & aggregates]
+
+    def summary(self, uuid):
+        provider = self.providers[uuid]
+        return {'resources': {
+                    name: {'capacity': int(capacity.capacity(inv)),
+                           'used': used}
+                    for name, (inv, used) in self.classes[uuid].items()},
+                'traits': sorted(self.traits.get(uuid, ())),
+                'parent_uuid': provider.parent_uuid,
+                'root_uuid': provider.root_uuid}
+
+
+def allocation_candidates(context, resources, required=(), forbidden=(),
+                          member_of=(), in_tree=None, limit=None):
+    """One item: ``allocation_requests`` ([{provider: {class: amount}}])
+    and ``provider_summaries`` ({provider: summary}) of the providers
+    involved. ``member_of`` is a list of aggregate sets, each of which
+    the tree must meet."""
+    validation.mapping(resources, 'resources')
+    for name, amount in resources.items():
+        validation.resource_class(name, 'resources key')
+        validation.integer(amount, 'resources.%s' % name, minimum=1)
+    policy.check(context, 'allocation_candidates', 'allocation candidates')
+    with db.reader() as conn:
+        world = _World(conn)
+    required, forbidden = set(required), set(forbidden)
+    requests, involved = [], set()
+    seen = set()
+    for root in sorted(world.trees):
+        tree = world.trees[root]
+        if in_tree is not None:
+            anchor = world.providers.get(in_tree)
+            if anchor is None or anchor.root_uuid != root:
+                continue
+        tree_aggs = set().union(*(world.aggregates.get(u, set())
+                                  for u in tree))
+        if any(not (set(wanted) & tree_aggs) for wanted in member_of):
+            continue
+        pool = tree + world.sharing_with(set(tree))
+        options = []
+        for name in sorted(resources):
+            options.append([u for u in pool
+                            if world.can_supply(u, name, resources[name])])
+        for choice in itertools.product(*options):
+            if not set(choice) & set(tree):
+                continue
+            traits = set().union(*(world.traits.get(u, set())
+                                   for u in set(choice)))
+            if not required <= traits or traits & forbidden:
+                continue
+            request = {}
+            for name, uuid in zip(sorted(resources), choice):
+                request.setdefault(uuid, {})[name] = resources[name]
+            key = tuple(sorted((u, tuple(sorted(r.items())))
+                               for u, r in request.items()))
+            if key in seen:
+                continue
+            seen.add(key)
+            requests.append(request)
+            involved |= set(tree) | set(choice)
+        if limit is not None and len(requests) >= limit:
+            requests = requests[:limit]
+            break
+    return [{'allocation_requests': requests,
+             'provider_summaries': {u: world.summary(u) for u in
+                                    sorted(involved)},
+             'status': 200}]

@@ -1,0 +1,85 @@
+"""Queries on traits and on which providers carry them."""
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from allocworker.db import schema
+
+_t = schema.traits
+_pt = schema.provider_traits
+
+
+def ids_by_name(conn, names):
+    """{name: id} for those of ``names`` that exist."""
+    if not names:
+        return {}
+    rows = conn.execute(sa.select(_t.c.name, _t.c.id)
+                        .where(_t.c.name.in_(sorted(set(names)))))
+    return dict(rows.all())
+
+
+def names(conn, starts_with=None, in_names=None, associated=None):
+    """Trait names in name order, optionally filtered: by prefix, by a set
+    of names, or by whether any provider carries them."""
+    query = sa.select(_t.c.name).order_by(_t.c.name)
+    if starts_with:
+        query = query.where(_t.c.name.startswith(starts_with,
+                                                 autoescape=True))
+    if in_names is not None:
+        query = query.where(_t.c.name.in_(sorted(in_names)))
+    if associated is not None:
+        used = sa.exists().where(_pt.c.trait_id == _t.c.id)
+        query = query.where(used if associated else ~used)
+    return [row.name for row in conn.execute(query)]
+
+
+def create(conn, name):
+    """Create a trait; False when it already existed."""
+    if ids_by_name(conn, [name]):
+        return False
+    conn.execute(sa.insert(_t).values(name=name,
+                                      created_at=timeutils.utcnow()))
+    return True
+
+
+def ensure(conn, wanted):
+    """Create those of ``wanted`` that do not exist yet."""
+    existing = ids_by_name(conn, wanted)
+    missing = [n for n in wanted if n not in existing]
+    if missing:
+        now = timeutils.utcnow()
+        conn.execute(sa.insert(_t),
+                     [{'name': n, 'created_at': now} for n in missing])
+    return missing
+
+
+def in_use(conn, trait_id):
+    query = sa.select(_pt.c.provider_id).where(
+        _pt.c.trait_id == trait_id).limit(1)
+    return conn.execute(query).first() is not None
+
+
+def delete(conn, trait_id):
+    conn.execute(sa.delete(_t).where(_t.c.id == trait_id))
+
+
+def of_providers(conn, provider_ids=None):
+    """{provider_id: {trait name}} (every provider when ids is None)."""
+    query = (sa.select(_pt.c.provider_id, _t.c.name)
+             .join(_t, _pt.c.trait_id == _t.c.id))
+    if provider_ids is not None:
+        if not provider_ids:
+            return {}
+        query = query.where(_pt.c.provider_id.in_(sorted(provider_ids)))
+    found = {}
+    for provider_id, name in conn.execute(query):
+        found.setdefault(provider_id, set()).add(name)
+    return found
+
+
+def replace(conn, provider_id, trait_ids):
+    conn.execute(sa.delete(_pt).where(_pt.c.provider_id == provider_id))
+    if trait_ids:
+        conn.execute(sa.insert(_pt), [
+            {'provider_id': provider_id, 'trait_id': t}
+            for t in sorted(trait_ids)])

@@ -1,0 +1,66 @@
+"""Reshape: move inventories and the allocations against them in one
+transaction (Placement's ``POST /reshaper``, 1.30), for an agent that
+splits a provider into a tree, or folds one back.
+
+Inventories are replaced first, under each provider's generation; then the
+allocation items are judged against the new inventories and committed
+atomically; last, no class that still has allocations may have lost its
+inventory. Any failure writes nothing.
+"""
+
+from allocworker import allocations
+from allocworker import codes
+from allocworker import notifications
+from allocworker import policy
+from allocworker import providers
+from allocworker import retry
+from allocworker import validation
+from allocworker.db import api as db
+
+
+def reshape(context, inventories, items,
+            new_type=allocations.DEFAULT_CONSUMER_TYPE):
+    """``inventories``: {provider_uuid: {"provider_generation",
+    "inventories"}}; ``items``: allocate items. Answers one item per
+    allocate item; a bad inventory part is a whole-request fault."""
+    policy.check(context, 'reshape', 'a reshape')
+    validation.mapping(inventories, 'inventories')
+    wanted = {}
+    for raw_uuid, part in inventories.items():
+        uuid = validation.uuid(raw_uuid, 'inventories key')
+        validation.mapping(part, 'inventories.%s' % uuid)
+        generation = validation.required(part, 'inventories.%s' % uuid,
+                                         'provider_generation')
+        validation.integer(generation, 'inventories.%s.provider_generation'
+                           % uuid, minimum=0, maximum=None)
+        wanted[uuid] = (generation, providers.parse_inventories(
+            validation.required(part, 'inventories.%s' % uuid,
+                                'inventories')))
+    requests = allocations.prepared(context, items)
+    if any(isinstance(r, codes.Fault) for r in requests):
+        return allocations.answers(items, {
+            i: r if isinstance(r, codes.Fault) else allocations.aborted(r)
+            for i, r in enumerate(requests)})
+    try:
+        results, changes = retry.write(_reshape, context, wanted, requests,
+                                       new_type)
+    except allocations.BatchFailed as failed:
+        return allocations.answers(items, {
+            r.index: failed.faults.get(r.index) or allocations.aborted(r)
+            for r in requests})
+    notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
+    return allocations.answers(items, results)
+
+
+def _reshape(context, wanted, requests, new_type):
+    with db.writer() as conn:
+        for uuid in sorted(wanted):
+            generation, parsed = wanted[uuid]
+            providers.replace_inventories_in(conn, uuid, generation, parsed,
+                                             force=True, reshaping=True)
+        results, changes = (allocations.write_in(conn, context, requests,
+                                                 new_type)
+                            if requests else ({}, []))
+        for uuid in sorted(wanted):
+            providers.settle_inventories(conn, uuid, wanted[uuid][1])
+        return results, changes

@@ -1,0 +1,124 @@
+"""Rules for traits: the catalogue (standard os-traits names, created by
+``db sync``, and operators' CUSTOM_ ones) and the traits each provider
+carries. Setting a provider's traits is a write to the provider: it goes
+under the provider's generation and moves it."""
+
+import os_traits
+
+from allocworker import codes
+from allocworker import items
+from allocworker import policy
+from allocworker import providers
+from allocworker import retry
+from allocworker import validation
+from allocworker.db import api as db
+from allocworker.db import providers as db_providers
+from allocworker.db import traits as db_traits
+
+
+def list_traits(context, starts_with=None, names=None, associated=None):
+    """Trait names, optionally by prefix, among ``names``, or by whether a
+    provider carries them; one item per trait."""
+    if names is not None:
+        names = [validation.trait_name(n, 'names') for n in names]
+    policy.check(context, 'list_traits', 'traits')
+    with db.reader() as conn:
+        found = db_traits.names(conn, starts_with, names, associated)
+    return [{'name': n, 'status': 200} for n in found]
+
+
+def create_trait(context, name):
+    """Create a CUSTOM_ trait; creating an existing one is a no-op."""
+    return items.one(context, {'name': items.echo(name)}, _create, context,
+                     name)
+
+
+def _create(context, name):
+    name = validation.custom_trait(name)
+    policy.check(context, 'create_trait', 'trait %s' % name)
+    created = retry.write(_insert, name)
+    return {'name': name, 'created': created, 'status': 200}
+
+
+def _insert(name):
+    with db.writer() as conn:
+        return db_traits.create(conn, name)
+
+
+def delete_trait(context, name):
+    return items.one(context, {'name': items.echo(name)}, _delete, context,
+                     name)
+
+
+def _delete(context, name):
+    name = validation.trait_name(name, 'name')
+    policy.check(context, 'delete_trait', 'trait %s' % name)
+    if name in os_traits.get_traits():
+        raise validation.invalid('%s is a standard trait and cannot be '
+                                 'deleted' % name)
+    retry.write(_remove, name)
+    return {'name': name, 'status': 200}
+
+
+def _remove(name):
+    with db.writer() as conn:
+        trait_id = db_traits.ids_by_name(conn, [name]).get(name)
+        if trait_id is None:
+            raise codes.Fault(codes.TRAIT_NOT_FOUND,
+                              'No such trait %s' % name)
+        if db_traits.in_use(conn, trait_id):
+            raise codes.Fault(codes.TRAIT_IN_USE,
+                              'The trait %s is in use by a resource '
+                              'provider' % name)
+        db_traits.delete(conn, trait_id)
+
+
+def get_provider_traits(context, uuid):
+    return items.one(context, {'uuid': items.echo(uuid)}, _read, context,
+                     uuid)
+
+
+def _read(context, uuid):
+    uuid = validation.uuid(uuid, 'uuid')
+    policy.check(context, 'get_providers', 'provider %s' % uuid)
+    with db.reader() as conn:
+        provider = db_providers.get(conn, uuid)
+        if provider is None:
+            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                              'provider %s does not exist' % uuid)
+        found = db_traits.of_providers(conn, [provider.id])
+    return {'uuid': uuid, 'generation': provider.generation,
+            'traits': sorted(found.get(provider.id, ())), 'status': 200}
+
+
+def set_provider_traits(context, uuid, provider_generation, traits):
+    """Replace the provider's traits; the item carries the new generation."""
+    return items.one(context, {'uuid': items.echo(uuid)}, _set, context,
+                     uuid, provider_generation, traits)
+
+
+def _set(context, uuid, provider_generation, traits):
+    uuid = validation.uuid(uuid, 'uuid')
+    validation.integer(provider_generation, 'provider_generation',
+                       minimum=0, maximum=None)
+    if not isinstance(traits, list):
+        raise validation.invalid('traits must be a list of trait names')
+    traits = sorted({validation.trait_name(t, 'traits') for t in traits})
+    policy.check(context, 'set_provider_traits', 'provider %s' % uuid)
+    generation = retry.write(_replace, uuid, provider_generation, traits)
+    return {'uuid': uuid, 'generation': generation, 'traits': traits,
+            'status': 200}
+
+
+def _replace(uuid, expected_generation, traits):
+    with db.writer() as conn:
+        row = providers.lock_at_generation(conn, uuid, expected_generation)
+        ids = db_traits.ids_by_name(conn, traits)
+        unknown = [t for t in traits if t not in ids]
+        if unknown:
+            raise codes.Fault(codes.TRAIT_NOT_IN_BODY,
+                              'No such trait(s): %s' % ', '.join(unknown))
+        db_traits.replace(conn, row.id, set(ids.values()))
+        if not db_providers.bump_generation(conn, row.id, row.generation):
+            raise db.ConcurrentUpdate(uuid)
+        return row.generation + 1
