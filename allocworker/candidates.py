@@ -12,59 +12,9 @@ snapshot: ``allocate`` judges again when the caller claims one.
 
 import itertools
 
-from allocworker import capacity
 from allocworker import policy
+from allocworker import provider_snapshot
 from allocworker import validation
-from allocworker.db import aggregates as db_aggregates
-from allocworker.db import api as db
-from allocworker.db import providers as db_providers
-from allocworker.db import traits as db_traits
-
-SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
-
-
-class _World(object):
-    """Every provider with its inventories, usage, traits and aggregates."""
-
-    def __init__(self, conn):
-        described = db_providers.describe(conn)
-        self.providers = {p.uuid: p for p, _classes in described}
-        self.classes = {p.uuid: classes for p, classes in described}
-        by_id = {p.id: p.uuid for p in self.providers.values()}
-        self.traits = {by_id[pid]: names for pid, names in
-                       db_traits.of_providers(conn).items() if pid in by_id}
-        self.aggregates = {by_id[pid]: aggs for pid, aggs in
-                           db_aggregates.of_providers(conn).items()
-                           if pid in by_id}
-        self.trees = {}
-        for p in self.providers.values():
-            self.trees.setdefault(p.root_uuid, []).append(p.uuid)
-
-    def can_supply(self, uuid, name, amount):
-        found = self.classes[uuid].get(name)
-        if found is None:
-            return False
-        inventory, used = found
-        return (capacity.unit_violation(inventory, amount) is None and
-                capacity.fits(inventory, used + amount))
-
-    def sharing_with(self, tree):
-        aggregates = set()
-        for uuid in tree:
-            aggregates |= self.aggregates.get(uuid, set())
-        return [u for u in self.providers if u not in tree and
-                SHARING_TRAIT in self.traits.get(u, ()) and
-                self.aggregates.get(u, set()) & aggregates]
-
-    def summary(self, uuid):
-        provider = self.providers[uuid]
-        return {'resources': {
-                    name: {'capacity': int(capacity.capacity(inv)),
-                           'used': used}
-                    for name, (inv, used) in self.classes[uuid].items()},
-                'traits': sorted(self.traits.get(uuid, ())),
-                'parent_uuid': provider.parent_uuid,
-                'root_uuid': provider.root_uuid}
 
 
 def allocation_candidates(context, resources, required=(), forbidden=(),
@@ -78,8 +28,7 @@ def allocation_candidates(context, resources, required=(), forbidden=(),
         validation.resource_class(name, 'resources key')
         validation.integer(amount, 'resources.%s' % name, minimum=1)
     policy.check(context, 'allocation_candidates', 'allocation candidates')
-    with db.reader() as conn:
-        world = _World(conn)
+    world = provider_snapshot.read()
     required, forbidden = set(required), set(forbidden)
     requests, involved = [], set()
     seen = set()

@@ -194,7 +194,14 @@ def capacity_state(conn, provider_ids):
 
 def add_usage(conn, deltas, counted):
     """Apply {(provider_id, class_id): delta} to the usage counters;
-    ``counted`` holds the keys that already have a row."""
+    ``counted`` holds the keys known to have a row (a counter can outlive
+    its inventory within a reshape, so the others are looked up)."""
+    uncounted = sorted(k for k in deltas if k not in counted)
+    if uncounted:
+        counted = set(counted) | set(conn.execute(
+            sa.select(_u.c.provider_id, _u.c.resource_class_id).where(
+                sa.tuple_(_u.c.provider_id, _u.c.resource_class_id)
+                .in_(uncounted))).all())
     changed = {k: d for k, d in deltas.items() if d and k in counted}
     if changed:
         conn.execute(
@@ -254,3 +261,36 @@ def describe(conn, uuids=None):
             inventory = capacity.Inventory(*row[width + 1:width + 7])
             classes[row.class_name] = (inventory, int(row.used))
     return list(found.items())
+
+
+def subtree(conn, provider_id):
+    """Ids of the provider and every provider below it."""
+    found, frontier = {provider_id}, [provider_id]
+    while frontier:
+        rows = conn.execute(sa.select(_p.c.id).where(
+            _p.c.parent_provider_id.in_(sorted(frontier))))
+        frontier = [row.id for row in rows if row.id not in found]
+        found.update(frontier)
+    return found
+
+
+def any_allocations(conn, provider_ids):
+    query = sa.select(_alloc.c.id).where(
+        _alloc.c.provider_id.in_(sorted(provider_ids))).limit(1)
+    return conn.execute(query).first() is not None
+
+
+def rename(conn, provider_id, name):
+    conn.execute(sa.update(_p).where(_p.c.id == provider_id)
+                 .values(name=name, updated_at=timeutils.utcnow()))
+
+
+def move(conn, provider_id, parent_id, root_id, below):
+    """Hang the provider under ``parent_id`` (None: make it a root) and
+    give it and ``below`` (its subtree) the root ``root_id``."""
+    root_id = root_id if parent_id is not None else provider_id
+    conn.execute(sa.update(_p).where(_p.c.id == provider_id)
+                 .values(parent_provider_id=parent_id,
+                         updated_at=timeutils.utcnow()))
+    conn.execute(sa.update(_p).where(_p.c.id.in_(sorted(below)))
+                 .values(root_provider_id=root_id))

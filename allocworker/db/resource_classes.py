@@ -55,3 +55,19 @@ def ensure(conn, wanted):
         conn.execute(sa.insert(_rc),
                      [{'name': n, 'created_at': now} for n in missing])
     return missing
+
+
+def in_use(conn, class_id):
+    """Whether any inventory or allocation refers to the class."""
+    for table in (schema.inventories, schema.allocations):
+        query = sa.select(table.c.id).where(
+            table.c.resource_class_id == class_id).limit(1)
+        if conn.execute(query).first() is not None:
+            return True
+    return False
+
+
+def delete(conn, class_id):
+    conn.execute(sa.delete(schema.usages)
+                 .where(schema.usages.c.resource_class_id == class_id))
+    conn.execute(sa.delete(_rc).where(_rc.c.id == class_id))

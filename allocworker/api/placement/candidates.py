@@ -5,42 +5,11 @@ Numbered groups (``resources1`` ...) are refused with a 400 that says so.
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
+from allocworker.api.placement import query
 from allocworker import candidates
 
 _KNOWN = {'resources': 10, 'limit': 16, 'required': 17, 'member_of': 21,
           'in_tree': 31}
-
-
-def _resources(text):
-    wanted = {}
-    for part in text.split(','):
-        name, _, amount = part.partition(':')
-        try:
-            wanted[name.strip()] = int(amount)
-        except ValueError:
-            raise http.bad_request(
-                'Badly formed resources parameter. Expected resources query '
-                'string parameter in form: ?resources=VCPU:2,MEMORY_MB:1024. '
-                'Got: %s.' % text)
-    return wanted
-
-
-def _traits(text):
-    required, forbidden = set(), set()
-    for name in (n.strip() for n in text.split(',') if n.strip()):
-        if name.startswith('!'):
-            forbidden.add(name[1:])
-        else:
-            required.add(name)
-    return required, forbidden
-
-
-def _member_of(values):
-    groups = []
-    for value in values:
-        value = value[len('in:'):] if value.startswith('in:') else value
-        groups.append({a for a in value.split(',') if a})
-    return groups
 
 
 def list_candidates(request):
@@ -55,13 +24,14 @@ def list_candidates(request):
     if 'resources' not in request.query:
         raise http.bad_request("Invalid query string parameters: "
                                "'resources' is a required property")
-    resources = _resources(request.query['resources'][-1])
-    required, forbidden = _traits(','.join(request.query.get('required',
-                                                             [])))
+    resources = query.resources(request.query['resources'][-1])
+    required, forbidden = query.traits(request,
+                                       request.query.get('required', []))
     limit = request.query.get('limit')
     item, = faults.call(
         candidates.allocation_candidates, request.context, resources,
-        required, forbidden, _member_of(request.query.get('member_of', [])),
+        required, forbidden,
+        query.member_of(request.query.get('member_of', [])),
         request.query.get('in_tree', [None])[-1],
         int(limit[-1]) if limit else None)
     return http.Response(body={

@@ -13,6 +13,7 @@ import html
 import http.client
 import json
 import urllib.parse
+import uuid as uuidlib
 
 import jsonschema
 import microversion_parse
@@ -86,16 +87,24 @@ class Request(object):
         """Query parameters (one value each), checked against ``schema``."""
         values = {k: v[-1] for k, v in self.query.items()}
         try:
-            jsonschema.validate(values, schema)
+            jsonschema.validate(values, schema, format_checker=FORMATS)
         except jsonschema.ValidationError as exc:
             raise bad_request('Invalid query string parameters: %s' % exc)
         return values
 
 
+# Placement takes uuids with or without dashes.
+FORMATS = jsonschema.FormatChecker(())
+
+
+@FORMATS.checks('uuid', raises=ValueError)
+def _is_uuid(value):
+    return not isinstance(value, str) or bool(uuidlib.UUID(value))
+
+
 def validate(data, schema):
     try:
-        jsonschema.validate(data, schema,
-                            format_checker=jsonschema.FormatChecker())
+        jsonschema.validate(data, schema, format_checker=FORMATS)
     except jsonschema.ValidationError as exc:
         raise bad_request('JSON does not validate: %s' % exc)
 

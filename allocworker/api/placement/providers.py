@@ -4,7 +4,10 @@ import uuid as uuidlib
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
+from allocworker.api.placement import query
 from allocworker.api.placement import schemas
+from allocworker import provider_search
+from allocworker import provider_tree
 from allocworker import providers
 
 
@@ -35,7 +38,7 @@ def fetch(request, provider_uuid):
     """The provider's item (with inventories), or 404."""
     item, = faults.call(providers.get_providers, request.context,
                         [provider_uuid])
-    if item['status'] == 404:
+    if item['status'] in (400, 404):
         raise http.not_found('No resource provider with uuid %s found'
                              % provider_uuid)
     return faults.checked(item)
@@ -43,16 +46,28 @@ def fetch(request, provider_uuid):
 
 def create(request):
     data = request.json(schemas.create_provider(request))
-    provider_uuid = data.get('uuid') or str(uuidlib.uuid4())
-    item, = providers.create_provider(
-        request.context, provider_uuid, data['name'],
-        data.get('parent_provider_uuid'))
+    provider_uuid = str(uuidlib.UUID(data['uuid'])) if 'uuid' in data \
+        else str(uuidlib.uuid4())
+    parent = data.get('parent_provider_uuid')
+    if parent is not None and str(uuidlib.UUID(parent)) == provider_uuid:
+        raise http.bad_request(
+            'Unable to create resource provider "%s", %s: parent provider '
+            'UUID cannot be same as UUID. Please specify a different '
+            'parent provider UUID.' % (data['name'], provider_uuid))
+    item, = providers.create_provider(request.context, provider_uuid,
+                                      data['name'], parent)
     if item.get('code') == 'provider.exists':
         taken, = providers.get_providers(request.context, [provider_uuid])
-        what = ('uuid: %s' % provider_uuid if taken['status'] == 200
-                else 'name: %s' % data['name'])
-        raise http.conflict('Conflicting resource provider %s already '
-                            'exists.' % what)
+        if taken['status'] == 200:
+            raise http.conflict('Conflicting resource provider uuid: %s '
+                                'already exists.' % provider_uuid)
+        raise http.conflict('Conflicting resource provider name: %s '
+                            'already exists.' % data['name'],
+                            'placement.duplicate_name')
+    if item.get('code') == 'provider.not_found':
+        raise http.bad_request(
+            'Unable to create resource provider "%s", %s: parent provider '
+            'UUID does not exist.' % (data['name'], provider_uuid))
     faults.checked(item)
     location = [('Location', url(item['uuid']))]
     if request.at_least(20):
@@ -62,16 +77,16 @@ def create(request):
 
 def list_providers(request):
     params = request.params(schemas.list_providers(request))
-    found = [faults.checked(i) for i in
-             faults.call(providers.get_providers, request.context)]
-    if 'uuid' in params:
-        found = [i for i in found if i['uuid'] == params['uuid']]
-    if 'name' in params:
-        found = [i for i in found if i['name'] == params['name']]
-    if 'in_tree' in params:
-        roots = {i['root_uuid'] for i in found
-                 if i['uuid'] == params['in_tree']}
-        found = [i for i in found if i['root_uuid'] in roots]
+    required, forbidden = query.traits(request,
+                                       request.query.get('required', []))
+    found = faults.call(
+        provider_search.find_providers, request.context,
+        name=params.get('name'), uuid=params.get('uuid'),
+        in_tree=params.get('in_tree'),
+        member_of=query.member_of(request.query.get('member_of', [])),
+        required=required, forbidden=forbidden,
+        resources=query.resources(params['resources'])
+        if 'resources' in params else None)
     return http.Response(body={'resource_providers': [
         representation(request, i) for i in found]}, cacheable=True)
 
@@ -82,9 +97,37 @@ def show(request, uuid):
 
 
 def update(request, uuid):
-    raise http.HTTPError(
-        405, 'allocworker does not rename or re-parent providers yet.',
-        headers=[('Allow', 'DELETE, GET')])
+    data = request.json(schemas.update_provider(request))
+    current = fetch(request, uuid)
+    parent = data.get('parent_provider_uuid', provider_tree.KEEP)
+    if parent not in (provider_tree.KEEP, None):
+        parent = str(uuidlib.UUID(parent))
+        if parent == current['uuid']:
+            raise http.bad_request('creating loop in the provider tree is '
+                                   'not allowed.')
+    if parent is not provider_tree.KEEP and not request.at_least(37) and \
+            current['parent_uuid'] is not None and \
+            parent != current['parent_uuid']:
+        raise http.bad_request(
+            'un-parenting a provider is not currently allowed.'
+            if parent is None else
+            're-parenting a provider is not currently allowed.')
+    item, = provider_tree.update_provider(request.context, current['uuid'],
+                                          data['name'], parent)
+    if item.get('code') == 'provider.not_found' and item['status'] == 400:
+        raise http.bad_request('parent provider UUID does not exist.')
+    if item.get('code') == 'invalid_request' and 'loop' in item['detail']:
+        raise http.bad_request('creating loop in the provider tree is not '
+                               'allowed.')
+    if item.get('code') == 'provider.exists':
+        raise http.conflict('Conflicting resource provider name: %s '
+                            'already exists.' % data['name'],
+                            'placement.duplicate_name')
+    if item['status'] == 404:
+        raise http.not_found('No resource provider with uuid %s found'
+                             % uuid)
+    return http.Response(body=representation(request, faults.checked(item)),
+                         cacheable=True)
 
 
 def delete(request, uuid):

@@ -1,6 +1,7 @@
-"""``/resource_classes``: list and show (1.2), create (1.2) and the
-idempotent PUT of 1.7. Renaming and deleting custom classes are not
-offered yet (405)."""
+"""``/resource_classes``: list, show, create and delete (1.2), and the
+idempotent PUT of 1.7. Renaming a class (PUT before 1.7) is not offered:
+allocations and inventories name classes, and a rename would rewrite
+history under them (405)."""
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
@@ -63,3 +64,12 @@ def update(request, name):
     created = _create(request, name)
     return http.Response(201 if created else 204, None,
                          [('Location', _url(name))])
+
+
+def delete(request, name):
+    _since(request, 2)
+    item, = providers.delete_resource_class(request.context, name)
+    if item['status'] == 404:
+        raise http.not_found('No such resource class with name %s' % name)
+    faults.checked(item)
+    return http.Response(204)

@@ -58,7 +58,8 @@ ROUTES = [
     ('/resource_classes', {'GET': resource_classes.list_classes,
                            'POST': resource_classes.create}),
     ('/resource_classes/{name}', {'GET': resource_classes.show,
-                                  'PUT': resource_classes.update}),
+                                  'PUT': resource_classes.update,
+                                  'DELETE': resource_classes.delete}),
 ]
 
 

@@ -4,10 +4,10 @@ because clients and Placement's own tests match on their wording."""
 
 import copy
 
-UUID = {'type': 'string', 'format': 'uuid'}
 UUID_PATTERN = ('^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?'
                 '[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$')
 CLASS_PATTERN = '^[A-Z0-9_]+$'
+UUID = {'type': 'string', 'format': 'uuid'}
 MAX_INT = 2147483647
 ID_STRING = {'type': 'string', 'minLength': 1, 'maxLength': 255}
 CONSUMER_TYPE = {'type': 'string', 'pattern': CLASS_PATTERN,
@@ -32,10 +32,22 @@ def create_provider(request):
     return _object(properties, ['name'])
 
 
+def update_provider(request):
+    schema = create_provider(request)
+    del schema['properties']['uuid']
+    return schema
+
+
 def list_providers(request):
     properties = {'name': {'type': 'string'}, 'uuid': UUID}
+    if request.at_least(3):
+        properties['member_of'] = {'type': 'string'}
+    if request.at_least(4):
+        properties['resources'] = {'type': 'string'}
     if request.at_least(14):
         properties['in_tree'] = UUID
+    if request.at_least(18):
+        properties['required'] = {'type': 'string'}
     return _object(properties)
 
 
