@@ -11,7 +11,10 @@ oslo.messaging client. Every figure is reported with the ceiling it is
 compared to: the no-op RPC round-trip rate (same broker, same number of
 server processes) for RPC workloads, items/s of a no-op call carrying 100
 items for batches, and the bare commit rate of one allocation-sized
-transaction for the database row.
+transaction for the database row. The REST shim's row (``PUT
+/allocations/{consumer}`` at microversion 1.28, allocworker-api's own
+threaded server) is compared with a ``GET /`` round trip to the same
+server.
 """
 
 import argparse
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 import uuid
 
 import sqlalchemy as sa
@@ -105,6 +109,48 @@ class Bench(object):
             self.hosts.append(host)
         self.readable = []
         self.rows = []
+        self.api = self._start_api(config)
+
+    def _start_api(self, config):
+        """allocworker-api (the REST shim) on the same database."""
+        port = services.free_port()
+        api_config = os.path.join(os.path.dirname(config), 'api.conf')
+        with open(config) as source, open(api_config, 'w') as target:
+            target.write(source.read() + '[api]\nauth_strategy = noauth2\n'
+                         'port = %d\n' % port)
+        self.api_process = subprocess.Popen(
+            [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
+             api_config], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL)
+        base = 'http://127.0.0.1:%d' % port
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(base + '/', timeout=1)
+                return base
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError('allocworker-api did not start')
+
+    def http(self, method, path, body=None):
+        request = urllib.request.Request(
+            self.api + path, method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={'x-auth-token': 'admin',
+                     'openstack-api-version': 'placement 1.28',
+                     'content-type': 'application/json'})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            if response.status >= 300:
+                raise RuntimeError('%s %s: %d' % (method, path,
+                                                  response.status))
+            return response.read()
+
+    def put_allocations(self):
+        self.http('PUT', '/allocations/%s' % uuid.uuid4(), {
+            'allocations': {random.choice(self.hosts): {'resources': {
+                'VCPU': 1, 'MEMORY_MB': 512}}},
+            'project_id': 'bench', 'user_id': 'bench',
+            'consumer_generation': None})
 
     def _wait_for_noop(self):
         import oslo_messaging as messaging
@@ -119,6 +165,8 @@ class Bench(object):
         raise RuntimeError('the no-op server did not start')
 
     def close(self):
+        self.api_process.terminate()
+        self.api_process.wait()
         for p in self.noop:
             p.terminate()
             p.wait()
@@ -278,6 +326,10 @@ class Bench(object):
                 c, seconds), noop)
             self.record('mixed_70w_30r', c, drive(self.mixed, c, seconds),
                         noop)
+            noop_http = self.record('noop_http_roundtrip', c, drive(
+                lambda: self.http('GET', '/'), c, seconds), None)
+            self.record('http_put_allocations', c, drive(
+                self.put_allocations, c, seconds), noop_http)
 
     def mixed(self):
         if random.random() < 0.3:

@@ -4,6 +4,7 @@ a bare oslo.messaging client that knows only the design's wire contract."""
 
 import contextlib
 import os
+import socket
 import signal
 import subprocess
 import sys
@@ -51,6 +52,13 @@ def fresh_database(backend, scratch):
                     "WHERE datname = '%s' AND pid <> pg_backend_pid()" % name)
             conn.exec_driver_sql('DROP DATABASE IF EXISTS %s' % name)
         engine.dispose()
+
+
+def free_port():
+    """A TCP port nobody listens on right now, on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
 
 
 def write_config(path, db_url, topic, workers=1, extra=''):

@@ -9,6 +9,7 @@ import pytest
 from allocworker import aggregates
 from allocworker import allocations
 from allocworker import candidates
+from allocworker import provider_tree
 from allocworker import providers
 from allocworker import reshaper
 from allocworker import traits
@@ -160,3 +161,46 @@ def test_project_usages_by_consumer_type_and_untyped_consumers():
          'usages': {'VCPU': 2}},
         {'consumer_type': 'MIGRATION', 'consumer_count': 1,
          'usages': {'VCPU': 3}}]
+
+
+def test_rename_keeps_the_generation_and_names_stay_unique():
+    rp, other = new_provider(), new_provider()
+    item, = provider_tree.update_provider(None, rp['uuid'], 'renamed-' +
+                                          rp['uuid'])
+    assert (item['status'], item['generation']) == (200, rp['generation'])
+    taken, = provider_tree.update_provider(None, other['uuid'],
+                                           item['name'])
+    assert taken['code'] == 'provider.exists'
+
+
+def test_moving_a_tree_moves_every_root_below_it():
+    root, new_root = new_provider(), new_provider()
+    child = new_provider(parent=root['uuid'])
+    grandchild = new_provider(parent=child['uuid'])
+    moved, = provider_tree.update_provider(None, child['uuid'],
+                                           'moved-' + child['uuid'],
+                                           new_root['uuid'])
+    assert (moved['parent_uuid'], moved['root_uuid']) == (
+        new_root['uuid'], new_root['uuid'])
+    below, = providers.get_providers(None, [grandchild['uuid']])
+    assert below['root_uuid'] == new_root['uuid']
+    freed, = provider_tree.update_provider(None, child['uuid'],
+                                           moved['name'], None)
+    assert (freed['parent_uuid'], freed['root_uuid']) == (None,
+                                                          child['uuid'])
+    below, = providers.get_providers(None, [grandchild['uuid']])
+    assert below['root_uuid'] == child['uuid']
+
+
+def test_a_tree_cannot_loop_or_move_with_allocations():
+    root = new_provider()
+    child = new_provider({'VCPU': {'total': 4}}, parent=root['uuid'])
+    loop, = provider_tree.update_provider(None, root['uuid'], 'loop' +
+                                          root['uuid'], child['uuid'])
+    assert loop['code'] == 'invalid_request'
+    write(str(uuid.uuid4()), {child['uuid']: {'VCPU': 1}})
+    held, = provider_tree.update_provider(None, child['uuid'],
+                                          'held' + child['uuid'], None)
+    assert (held['status'], held['code']) == (409, 'provider.in_use')
+    assert providers.get_providers(None, [child['uuid']])[0][
+        'root_uuid'] == root['uuid']
