@@ -95,7 +95,8 @@ def parse_item(raw, index):
     if key is not None:
         validation.string(key, where + '.idempotency_key')
     return Request(index, uuid, generation, project_id, user_id,
-                   consumer_type, parsed, group_uuid, key, _digest(raw))
+                   consumer_type, parsed, group_uuid, key,
+                   _digest(raw) if key else None)
 
 
 def _digest(raw):
@@ -391,8 +392,7 @@ class _Plan(object):
                 self._check_units(r, key, amount, inventories.get(key))
             if r.index in self.faults:
                 continue
-            after = capacity.usage_after(running, old, new)
-            over = capacity.overcommitted(inventories, running, after)
+            after, over = capacity.item_usage(inventories, running, old, new)
             if self._blame_capacity(r, over, after):
                 continue
             roots = self._roots_of(new)
@@ -402,7 +402,8 @@ class _Plan(object):
                 continue
             self.groups.accept(r, roots)
             self.warnings.update(warnings)
-            running = after
+            running.update({key: used - running[key]
+                            for key, used in after.items()})
 
     def _judge_combined(self, inventories, before):
         removed, added = collections.Counter(), collections.Counter()
@@ -461,16 +462,20 @@ class _Plan(object):
 
     def _count_usage(self, live):
         """Move the usage counters by what the committed items change."""
-        deltas = collections.Counter()
+        by_name = collections.Counter()
         for r in live:
             for sign, rows in ((-1, self._old_rows(r)),
                                (1, self._new_rows(r))):
-                for (pid, name), amount in rows.items():
-                    deltas[(pid, self.state.class_ids[name])] += \
-                        sign * amount
-        counted = {(pid, self.state.class_ids[name])
-                   for pid, name in self.state.counted}
-        db_providers.add_usage(self.conn, deltas, counted)
+                for key, amount in rows.items():
+                    by_name[key] += sign * amount
+        # Old rows may name a class no locked provider keeps inventory of
+        # any more (a reshape moved it); those ids are looked up.
+        ids = dict(self.state.class_ids)
+        ids.update(db_classes.ids_by_name(self.conn, {
+            name for _pid, name in by_name if name not in ids}))
+        db_providers.add_usage(self.conn, {
+            (pid, ids[name]): delta
+            for (pid, name), delta in by_name.items()})
 
     def commit(self):
         conn = self.conn

@@ -30,6 +30,8 @@ CALLS = {fn.__name__: fn for fn in (
     groups.create_group, groups.delete_group, groups.add_members,
     groups.remove_members, groups.get_groups,
 )}
+# Binding arguments is per call; reading a signature is not.
+_SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}
 
 
 def answer(context, name, kwargs):
@@ -38,7 +40,7 @@ def answer(context, name, kwargs):
     service_call = CALLS[name]
     try:
         try:
-            bound = inspect.signature(service_call).bind(context, **kwargs)
+            bound = _SIGNATURES[name].bind(context, **kwargs)
         except TypeError as exc:
             raise codes.Fault(codes.INVALID_REQUEST,
                               'bad arguments: %s' % exc)

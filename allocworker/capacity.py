@@ -52,3 +52,13 @@ def overcommitted(inventories, before, after):
     return {key for key, used in after.items()
             if key in inventories and used > before.get(key, 0)
             and not fits(inventories[key], used)}
+
+
+def item_usage(inventories, running, old, new):
+    """One item judged on its own against ``running`` usage: (usage after
+    it, for the keys it touches; those keys it would leave over capacity
+    while raising their usage). Only touched keys are computed, so a batch
+    judged item by item stays linear."""
+    after = {key: running.get(key, 0) - old.get(key, 0) + new.get(key, 0)
+             for key in set(old) | set(new)}
+    return after, overcommitted(inventories, running, after)

@@ -4,6 +4,9 @@ import collections
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dml
+from sqlalchemy.dialects import postgresql as postgresql_dml
+from sqlalchemy.dialects import sqlite as sqlite_dml
 
 from allocworker import capacity
 from allocworker.db import api
@@ -164,14 +167,13 @@ def replace_inventories(conn, provider_id, by_class_id, forced=()):
 
 
 CapacityState = collections.namedtuple(
-    'CapacityState', ['inventories', 'used', 'class_ids', 'counted'])
+    'CapacityState', ['inventories', 'used', 'class_ids'])
 
 
 def capacity_state(conn, provider_ids):
     """What a capacity check needs, in one statement: per (provider_id,
-    class name) the Inventory and what is used, the class ids, and which
-    keys already have a usage counter row."""
-    state = CapacityState({}, {}, {}, set())
+    class name) the Inventory and what is used, and the class ids."""
+    state = CapacityState({}, {}, {})
     if not provider_ids:
         return state
     query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
@@ -185,38 +187,33 @@ def capacity_state(conn, provider_ids):
         key = (row[0], row[1])
         state.inventories[key] = capacity.Inventory(*row[2:8])
         state.class_ids[row[1]] = row[9]
-        if row[8] is not None:
-            state.counted.add(key)
-            if row[8]:
-                state.used[key] = int(row[8])
+        if row[8]:
+            state.used[key] = int(row[8])
     return state
 
 
-def add_usage(conn, deltas, counted):
-    """Apply {(provider_id, class_id): delta} to the usage counters;
-    ``counted`` holds the keys known to have a row (a counter can outlive
-    its inventory within a reshape, so the others are looked up)."""
-    uncounted = sorted(k for k in deltas if k not in counted)
-    if uncounted:
-        counted = set(counted) | set(conn.execute(
-            sa.select(_u.c.provider_id, _u.c.resource_class_id).where(
-                sa.tuple_(_u.c.provider_id, _u.c.resource_class_id)
-                .in_(uncounted))).all())
-    changed = {k: d for k, d in deltas.items() if d and k in counted}
-    if changed:
-        conn.execute(
-            sa.update(_u)
-            .where(sa.tuple_(_u.c.provider_id, _u.c.resource_class_id).in_(
-                sorted(changed)))
-            .values(used=_u.c.used + sa.case(
-                *[(sa.and_(_u.c.provider_id == p,
-                           _u.c.resource_class_id == c), d)
-                  for (p, c), d in sorted(changed.items())], else_=0)))
-    new = {k: d for k, d in deltas.items() if k not in counted}
-    if new:
-        conn.execute(sa.insert(_u), [
-            {'provider_id': p, 'resource_class_id': c, 'used': d}
-            for (p, c), d in sorted(new.items())])
+def add_usage(conn, deltas):
+    """Apply {(provider_id, class_id): delta} to the usage counters in one
+    upsert: a missing counter row is created, an existing one moved."""
+    rows = [{'provider_id': p, 'resource_class_id': c, 'used': d}
+            for (p, c), d in sorted(deltas.items()) if d]
+    if not rows:
+        return
+    conn.execute(_usage_upsert(conn.dialect.name), rows)
+
+
+def _usage_upsert(dialect):
+    """One statement for every row (executemany, compiled once)."""
+    if dialect == 'mysql':
+        statement = mysql_dml.insert(_u)
+        return statement.on_duplicate_key_update(
+            used=_u.c.used + statement.inserted.used)
+    insert = (postgresql_dml.insert if dialect == 'postgresql'
+              else sqlite_dml.insert)
+    statement = insert(_u)
+    return statement.on_conflict_do_update(
+        index_elements=[_u.c.provider_id, _u.c.resource_class_id],
+        set_={'used': _u.c.used + statement.excluded.used})
 
 
 def usages(conn, provider_ids):

@@ -1,5 +1,7 @@
 """The capacity rule of design §2, as pure logic."""
 
+from hypothesis import given
+from hypothesis import strategies as st
 import pytest
 
 from allocworker import capacity
@@ -58,3 +60,21 @@ def test_over_capacity_key_may_stay_or_shrink_but_not_grow():
     assert capacity.overcommitted(inventories, before, same) == set()
     assert capacity.overcommitted(inventories, before, less) == set()
     assert capacity.overcommitted(inventories, before, more) == {key}
+
+
+_keys = st.sampled_from([('p1', 'VCPU'), ('p1', 'DISK_GB'), ('p2', 'VCPU')])
+_rows = st.dictionaries(_keys, st.integers(1, 20), max_size=3)
+
+
+@given(running=st.dictionaries(_keys, st.integers(0, 40), max_size=3),
+       old=_rows, new=_rows, total=st.integers(1, 40))
+def test_item_usage_agrees_with_the_whole_computation(running, old, new,
+                                                      total):
+    """Judging only the keys an item touches gives the same verdict as
+    recomputing every key."""
+    inventories = {key: capacity.Inventory(total, 0, 1, 100, 1, 1.0)
+                   for key in (('p1', 'VCPU'), ('p2', 'VCPU'))}
+    after, over = capacity.item_usage(inventories, running, old, new)
+    whole = capacity.usage_after(running, old, new)
+    assert over == capacity.overcommitted(inventories, running, whole)
+    assert all(whole[key] == used for key, used in after.items())
