@@ -1,11 +1,10 @@
-"""Rules for consumers and their allocations: the heart of the books.
+"""Writing consumers' allocations: the heart of the books.
 
-A consumer exists exactly while it holds allocations. Each write replaces a
-consumer's allocations in one transaction that locks the consumer rows, then
-the provider rows (each in a global order), reads inventories and usages
-only after the locks are held, judges the capacity rule on the state it
-would commit, and bumps every touched provider's and consumer's generation
-to one fresh value from the database-wide counter.
+A consumer exists exactly while it holds allocations. ``allocate`` parses
+and authorizes the items, then runs one ``allocation_plan.Plan`` per
+transaction (all items together, or each item alone when the shared
+transaction fails unexpectedly), so every item gets an answer and a failed
+transaction writes nothing. Reads of consumers live in ``consumers``.
 """
 
 import collections
@@ -13,23 +12,16 @@ import hashlib
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
-from oslo_utils import timeutils
 
-from allocworker import capacity
+from allocworker import allocation_plan
 from allocworker import codes
-from allocworker import groups
 from allocworker import items as item_results
 from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
-from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import events as db_events
-from allocworker.db import idempotency as db_idempotency
-from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
 
 LOG = logging.getLogger(__name__)
 
@@ -42,14 +34,7 @@ ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
                'user_id', 'consumer_type', 'allocations', 'group_uuid',
                'idempotency_key')
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
-
-
-class BatchFailed(Exception):
-    """Some items of a transaction are at fault; nothing was written."""
-
-    def __init__(self, faults):
-        super().__init__('%d item(s) at fault' % len(faults))
-        self.faults = faults
+BatchFailed = allocation_plan.BatchFailed
 
 
 # -- parsing ---------------------------------------------------------------
@@ -152,7 +137,7 @@ def prepared(context, items):
 def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE):
     """Judge and commit ``requests`` atomically inside ``conn``'s
     transaction: (results, notification payloads), or BatchFailed."""
-    plan = _Plan(conn, context, requests, True, new_type)
+    plan = allocation_plan.Plan(conn, context, requests, True, new_type)
     plan.check()
     return plan.commit()
 
@@ -225,7 +210,7 @@ def _guarded(context, requests, changes, atomic, new_type):
                                          new_type)
         changes.extend(committed)
         return results
-    except BatchFailed as failed:
+    except allocation_plan.BatchFailed as failed:
         return {r.index: failed.faults.get(r.index) or aborted(r)
                 for r in requests}
     except codes.Fault as fault:
@@ -238,396 +223,7 @@ def _guarded(context, requests, changes, atomic, new_type):
 
 def _write(context, requests, atomic, new_type):
     with db.writer() as conn:
-        plan = _Plan(conn, context, requests, atomic, new_type)
+        plan = allocation_plan.Plan(conn, context, requests, atomic,
+                                    new_type)
         plan.check()
         return plan.commit()
-
-
-class _Plan(object):
-    """One write transaction's reads, judgement and writes."""
-
-    def __init__(self, conn, context, requests, atomic, new_type):
-        self.conn = conn
-        self.new_type = new_type
-        self.context = context
-        self.requests = requests
-        self.atomic = atomic
-        self.faults = {}
-        self.replayed = {}
-        self.new_rows = {}
-
-    def _fail(self, request, fault):
-        self.faults.setdefault(request.index, fault)
-
-    def _live(self):
-        return [r for r in self.requests if r.index not in self.faults
-                and r.index not in self.replayed]
-
-    def check(self):
-        self._replay_keys()
-        self._resolve_names()
-        self._lock_consumers()
-        self._lock_groups()
-        self._lock_providers()
-        self._judge()
-        if self.faults and self.atomic:
-            raise BatchFailed(self.faults)
-
-    def _replay_keys(self):
-        """Items whose key was answered before get that answer again and
-        write nothing; a key reused for another item is refused."""
-        keyed = [r for r in self.requests if r.idempotency_key]
-        if not keyed:
-            return
-        max_age = CONF.worker.idempotency_seconds
-        keys = [r.idempotency_key for r in keyed]
-        db_idempotency.forget_stale(self.conn, keys, max_age)
-        remembered = db_idempotency.lookup(self.conn, keys, max_age)
-        for r in keyed:
-            seen = remembered.get(r.idempotency_key)
-            if seen is None:
-                continue
-            if seen.request_hash == r.digest:
-                self.replayed[r.index] = seen.answer
-            else:
-                self._fail(r, codes.Fault(
-                    codes.IDEMPOTENCY_KEY_REUSED,
-                    'items[%d].idempotency_key %r was used for a different '
-                    'item' % (r.index, r.idempotency_key)))
-
-    def _lock_groups(self):
-        self.groups = groups.Judgement(self.conn, self.requests)
-        for index, fault in self.groups.faults.items():
-            self.faults.setdefault(index, fault)
-
-    def _resolve_names(self):
-        names = {n for r in self.requests for res in r.allocations.values()
-                 for n in res}
-        uuids = {p for r in self.requests for p in r.allocations}
-        self.class_ids = db_classes.ids_by_name(self.conn, names)
-        self.provider_ids = db_providers.ids_by_uuid(self.conn, uuids)
-        for r in self.requests:
-            for provider_uuid, resources in r.allocations.items():
-                if provider_uuid not in self.provider_ids:
-                    self._fail(r, codes.Fault(
-                        codes.PROVIDER_NOT_IN_BODY,
-                        "items[%d].allocations: Allocation for resource "
-                        "provider '%s' that does not exist"
-                        % (r.index, provider_uuid)))
-                for name in resources:
-                    if name not in self.class_ids:
-                        self._fail(r, codes.Fault(
-                            codes.RESOURCE_CLASS_NOT_FOUND,
-                            'items[%d].allocations.%s: No such resource '
-                            'class %s' % (r.index, provider_uuid, name)))
-
-    def _lock_consumers(self):
-        self.consumers = db_allocations.lock_consumers(
-            self.conn, [r.consumer_uuid for r in self._live()])
-        for r in self._live():
-            consumer = self.consumers.get(r.consumer_uuid)
-            if consumer and consumer.project_id != r.project_id and \
-                    not policy.allowed(self.context, 'allocate',
-                                       consumer.project_id):
-                self._fail(r, policy.denied(
-                    self.context, 'allocate', 'consumer %s of project %s'
-                    % (r.consumer_uuid, consumer.project_id)))
-                continue
-            current = consumer.generation if consumer else None
-            if r.generation != current:
-                self._fail(r, codes.Fault(
-                    codes.CONSUMER_GENERATION_CONFLICT,
-                    'items[%d]: consumer %s is at generation %s, not %s'
-                    % (r.index, r.consumer_uuid, _show(current),
-                       _show(r.generation)),
-                    consumer_generation=current))
-        self.old = db_allocations.rows_of(
-            self.conn, [c.id for c in self.consumers.values()])
-
-    def _old_rows(self, request):
-        consumer = self.consumers.get(request.consumer_uuid)
-        return self.old.get(consumer.id, {}) if consumer else {}
-
-    def _new_rows(self, request):
-        """{(provider_id, class): amount} the request asks for (built once
-        per request; every judgement and the commit read it)."""
-        rows = self.new_rows.get(request.index)
-        if rows is None:
-            rows = self.new_rows[request.index] = {
-                (self.provider_ids[p], name): amount
-                for p, resources in request.allocations.items()
-                for name, amount in resources.items()}
-        return rows
-
-    def _lock_providers(self):
-        live = self._live()
-        touched = set()
-        for r in live:
-            touched.update(pid for pid, _name in self._old_rows(r))
-            touched.update(pid for pid, _name in self._new_rows(r))
-        self.locked = db_providers.lock(self.conn, touched)
-        if len(self.locked) != len(touched):
-            # A provider was deleted after we resolved its uuid.
-            raise db.ConcurrentUpdate('provider vanished')
-        self.uuid_of = {pid: uuid for uuid, pid in self.provider_ids.items()}
-
-    def _judge(self):
-        """Judge capacity, units and group policies.
-
-        Atomic: on the combined result of every item. Independent: item by
-        item in request order, each against the state the items before it
-        left, exactly as if each were its own transaction run in that
-        order; a failed item changes nothing for the next.
-        """
-        self.state = db_providers.capacity_state(self.conn, set(self.locked))
-        inventories, before = self.state.inventories, self.state.used
-        self.warnings = {}
-        if self.atomic:
-            self._judge_combined(inventories, before)
-            return
-        running = collections.Counter(before)
-        for r in self._live():
-            old, new = self._old_rows(r), self._new_rows(r)
-            for key, amount in sorted(new.items()):
-                self._check_units(r, key, amount, inventories.get(key))
-            if r.index in self.faults:
-                continue
-            after, over = capacity.item_usage(inventories, running, old, new)
-            if self._blame_capacity(r, over, after):
-                continue
-            roots = self._roots_of(new)
-            faults, warnings = self.groups.judge([(r, roots)])
-            if faults:
-                self._fail(r, faults[r.index])
-                continue
-            self.groups.accept(r, roots)
-            self.warnings.update(warnings)
-            running.update({key: used - running[key]
-                            for key, used in after.items()})
-
-    def _judge_combined(self, inventories, before):
-        removed, added = collections.Counter(), collections.Counter()
-        for r in self._live():
-            old, new = self._old_rows(r), self._new_rows(r)
-            removed.update(old)
-            added.update(new)
-            for key, amount in sorted(new.items()):
-                self._check_units(r, key, amount, inventories.get(key))
-        after = capacity.usage_after(before, removed, added)
-        over = capacity.overcommitted(inventories, before, after)
-        for r in self._live():
-            self._blame_capacity(r, over, after)
-        faults, self.warnings = self.groups.judge(
-            [(r, self._roots_of(self._new_rows(r))) for r in self._live()])
-        for index, fault in faults.items():
-            self.faults.setdefault(index, fault)
-
-    def _blame_capacity(self, request, over, after):
-        """Fail the request if it adds usage where ``over``; True if so."""
-        old, new = self._old_rows(request), self._new_rows(request)
-        for key in sorted(over):
-            if new.get(key, 0) > old.get(key, 0):
-                self._fail(request, codes.Fault(
-                    codes.CAPACITY_EXCEEDED,
-                    'items[%d]: %s on provider %s would be %d, above its '
-                    'capacity %g' % (request.index, key[1],
-                                     self._uuid(key[0]), after[key],
-                                     capacity.capacity(
-                                         self.state.inventories[key]))))
-                return True
-        return False
-
-    def _roots_of(self, rows):
-        return {self.locked[pid].root_id for pid, _name in rows}
-
-    def _uuid(self, provider_id):
-        return self.uuid_of.get(provider_id, provider_id)
-
-    def _check_units(self, request, key, amount, inventory):
-        pid, name = key
-        where = 'items[%d].allocations.%s.%s' % (request.index,
-                                                 self._uuid(pid), name)
-        if inventory is None:
-            self._fail(request, codes.Fault(
-                codes.INVENTORY_NOT_FOUND,
-                "%s: Inventory for '%s' on resource provider '%s' "
-                "invalid (the provider has no inventory of that class)"
-                % (where, name, self._uuid(pid))))
-            return
-        why = capacity.unit_violation(inventory, amount)
-        if why:
-            self._fail(request, codes.Fault(
-                codes.ALLOCATION_UNIT_VIOLATION,
-                '%s: %d %s' % (where, amount, why)))
-
-    def _count_usage(self, live):
-        """Move the usage counters by what the committed items change."""
-        by_name = collections.Counter()
-        for r in live:
-            for sign, rows in ((-1, self._old_rows(r)),
-                               (1, self._new_rows(r))):
-                for key, amount in rows.items():
-                    by_name[key] += sign * amount
-        # Old rows may name a class no locked provider keeps inventory of
-        # any more (a reshape moved it); those ids are looked up.
-        ids = dict(self.state.class_ids)
-        ids.update(db_classes.ids_by_name(self.conn, {
-            name for _pid, name in by_name if name not in ids}))
-        db_providers.add_usage(self.conn, {
-            (pid, ids[name]): delta
-            for (pid, name), delta in by_name.items()})
-
-    def commit(self):
-        conn = self.conn
-        live = self._live()
-        existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
-                    for r in live if r.consumer_uuid in self.consumers}
-        db_allocations.delete_rows(conn, [c.id for c in existing.values()])
-        emptied, updated, created, kinds = [], [], [], {}
-        for r in live:
-            consumer = existing.get(r.consumer_uuid)
-            if not r.allocations:
-                if consumer:
-                    emptied.append(consumer)
-                kinds[r.index] = consumer and consumer.consumer_type
-                continue
-            if r.consumer_type or not consumer:
-                kinds[r.index] = r.consumer_type or self.new_type
-            else:
-                kinds[r.index] = consumer.consumer_type
-            if consumer:
-                updated.append((consumer.id, consumer.generation,
-                                r.project_id, r.user_id, kinds[r.index]))
-            else:
-                created.append((r.consumer_uuid, r.project_id, r.user_id,
-                                kinds[r.index]))
-        if not db_allocations.update_consumers(conn, updated):
-            raise db.ConcurrentUpdate('consumer')
-        now_held = {uuid: (c.id, c.generation + 1)
-                    for uuid, c in existing.items()}
-        now_held.update(db_allocations.create_consumers(conn, created))
-        db_allocations.delete_consumers(conn, emptied)
-        results = dict(self.replayed)
-        results.update(self.faults)
-        changes = []
-        for r in live:
-            generation = (now_held[r.consumer_uuid][1] if r.allocations
-                          else None)
-            results[r.index] = _success(r, generation)
-            changes.append(_change(r, generation, kinds[r.index]))
-        self._count_usage(live)
-        db_allocations.insert_rows(conn, [
-            (now_held[r.consumer_uuid][0], pid, self.class_ids[name], amount)
-            for r in live for (pid, name), amount in
-            self._new_rows(r).items()])
-        # Events held for consumers that just appeared now count.
-        db_events.release_held(conn, [c[0] for c in created],
-                               timeutils.utcnow())
-        self.groups.commit(live)
-        for index, warnings in self.warnings.items():
-            results[index]['warnings'] = warnings
-        db_idempotency.remember(conn, [
-            (r.idempotency_key, r.digest, results[r.index])
-            for r in live if r.idempotency_key])
-        # As in Placement, a provider's generation moves when a write
-        # places allocations on it; releasing allocations frees capacity
-        # and cannot spoil anyone's decision, so it leaves it alone.
-        placed = {pid for r in live for pid, _name in self._new_rows(r)}
-        if not db_providers.bump_generations(
-                conn, {pid: self.locked[pid].generation for pid in placed}):
-            raise db.ConcurrentUpdate('provider')
-        return results, changes
-
-
-def _change(request, generation, consumer_type):
-    """The allocation.changed notification payload of one request."""
-    return {'consumer_uuid': request.consumer_uuid,
-            'consumer_generation': generation,
-            'project_id': request.project_id, 'user_id': request.user_id,
-            'consumer_type': consumer_type,
-            'allocations': request.allocations}
-
-
-def _success(request, generation):
-    return {'consumer_uuid': request.consumer_uuid, 'status': 200,
-            'consumer_generation': generation}
-
-
-def _show(generation):
-    return 'null' if generation is None else generation
-
-
-# -- reads -----------------------------------------------------------------
-
-def get_allocations(context, consumer_uuids):
-    validation.uuid_list(consumer_uuids, 'consumer_uuids',
-                         CONF.worker.max_batch_items)
-    wanted = item_results.each_uuid(consumer_uuids, 'consumer_uuids')
-    with db.reader() as conn:
-        found = db_allocations.describe(conn, item_results.valid(wanted))
-    items = []
-    for raw, uuid in zip(consumer_uuids, wanted):
-        if isinstance(uuid, codes.Fault):
-            items.append(uuid.item(
-                consumer_uuid=raw if isinstance(raw, str) else None))
-        elif uuid not in found:
-            items.append(codes.Fault(
-                codes.CONSUMER_NOT_FOUND,
-                'consumer %s holds no allocations' % uuid
-            ).item(consumer_uuid=uuid))
-        elif not policy.allowed(context, 'get_allocations',
-                                found[uuid][0].project_id):
-            items.append(policy.denied(
-                context, 'get_allocations', 'consumer %s' % uuid
-            ).item(consumer_uuid=uuid))
-        else:
-            items.append(consumer_item(*found[uuid]))
-    return items
-
-
-def consumer_item(consumer, allocations):
-    return {'consumer_uuid': consumer.uuid, 'status': 200,
-            'consumer_generation': consumer.generation,
-            'project_id': consumer.project_id, 'user_id': consumer.user_id,
-            'consumer_type': consumer.consumer_type,
-            'allocations': {
-                provider_uuid: {'resources': resources,
-                                'generation': generation}
-                for provider_uuid, (resources, generation)
-                in allocations.items()}}
-
-
-def list_allocations(context, provider_uuid):
-    provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
-    with db.reader() as conn:
-        exists, held = db_allocations.on_provider(conn, provider_uuid)
-    if not exists:
-        raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                          'provider %s does not exist' % provider_uuid)
-    return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
-             'project_id': c.project_id, 'user_id': c.user_id,
-             'resources': resources, 'status': 200}
-            for c, resources in held
-            if policy.allowed(context, 'list_allocations', c.project_id)]
-
-
-def list_consumers(context, project_id=None, limit=1000, marker=None):
-    """One page of consumers in uuid order; pass the last item's
-    consumer_uuid as ``marker`` for the next page."""
-    if project_id is not None:
-        validation.string(project_id, 'project_id')
-    validation.integer(limit, 'limit', minimum=1,
-                       maximum=CONF.worker.max_batch_items)
-    marker = validation.optional_uuid(marker, 'marker')
-    if not policy.sees_every_project(context, 'list_consumers'):
-        # A caller who sees only its own project pages through only it.
-        if project_id not in (None, context.project_id):
-            return []
-        project_id = context.project_id
-    with db.reader() as conn:
-        page = db_allocations.page(conn, project_id, limit, marker)
-    return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
-             'project_id': c.project_id, 'user_id': c.user_id,
-             'consumer_type': c.consumer_type, 'status': 200}
-            for c in page
-            if policy.allowed(context, 'list_consumers', c.project_id)]

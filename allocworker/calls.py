@@ -13,6 +13,7 @@ from oslo_log import log as logging
 from allocworker import allocations
 from allocworker import audit
 from allocworker import codes
+from allocworker import consumers
 from allocworker import events
 from allocworker import groups
 from allocworker import providers
@@ -20,8 +21,8 @@ from allocworker import providers
 LOG = logging.getLogger(__name__)
 
 CALLS = {fn.__name__: fn for fn in (
-    allocations.allocate, allocations.get_allocations,
-    allocations.list_allocations, allocations.list_consumers,
+    allocations.allocate, consumers.get_allocations,
+    consumers.list_allocations, consumers.list_consumers,
     providers.create_provider, providers.delete_provider,
     providers.get_providers, providers.set_inventories,
     providers.get_usages, providers.create_resource_class,

@@ -9,11 +9,11 @@ import sys
 from oslo_config import cfg
 from oslo_context import context as oslo_context
 
-from allocworker import allocations
 from allocworker import books
 from allocworker.cmd import common
 from allocworker.cmd import output
 from allocworker import codes
+from allocworker import consumers
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import migration
@@ -167,14 +167,14 @@ CONSUMER_COLUMNS = ['consumer_uuid', 'consumer_generation', 'project_id',
 
 def consumer_list():
     args = CONF.command
-    _emit(allocations.list_consumers(_context(), args.project_id,
-                                     args.limit, args.marker),
+    _emit(consumers.list_consumers(_context(), args.project_id,
+                                   args.limit, args.marker),
           CONSUMER_COLUMNS)
 
 
 def consumer_show():
-    item = _items(allocations.get_allocations(_context(),
-                                              [CONF.command.uuid]))[0]
+    item = _items(consumers.get_allocations(_context(),
+                                            [CONF.command.uuid]))[0]
     if CONF.command.format == 'json':
         return _emit(item, [])
     _emit([item], CONSUMER_COLUMNS)

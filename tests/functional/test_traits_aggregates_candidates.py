@@ -9,6 +9,7 @@ import pytest
 from allocworker import aggregates
 from allocworker import allocations
 from allocworker import candidates
+from allocworker import consumers
 from allocworker import provider_tree
 from allocworker import providers
 from allocworker import reshaper
@@ -129,7 +130,7 @@ def test_reshape_moves_inventory_and_allocations_together():
         child['uuid']: {'provider_generation': child['generation'],
                         'inventories': {'VGPU': {'total': 4}}}}, [moved])
     assert [a['status'] for a in answer] == [200], answer
-    now, = allocations.get_allocations(None, [consumer])
+    now, = consumers.get_allocations(None, [consumer])
     assert list(now['allocations']) == [child['uuid']]
 
 

@@ -18,6 +18,7 @@ from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
 from allocworker import allocations
 from allocworker import codes
+from allocworker import consumers
 
 INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
 UNKNOWN_TYPE = 'unknown'
@@ -34,7 +35,7 @@ def consumer(value):
 
 def _read(request, uuids):
     """{uuid: the get_allocations item (status 200 or 404)}."""
-    found = faults.call(allocations.get_allocations, request.context,
+    found = faults.call(consumers.get_allocations, request.context,
                         list(uuids))
     return {uuid: faults.checked(item) if item['status'] != 404 else item
             for uuid, item in zip(uuids, found)}
@@ -64,7 +65,7 @@ def show(request, consumer_uuid):
 
 def of_provider(request, uuid):
     provider = rp.fetch(request, uuid)
-    held = faults.call(allocations.list_allocations, request.context, uuid)
+    held = faults.call(consumers.list_allocations, request.context, uuid)
     return http.Response(body={
         'resource_provider_generation': provider['generation'],
         'allocations': {i['consumer_uuid']: {'resources': i['resources']}
