@@ -10,7 +10,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 WORKLOADS = {'noop_rpc_roundtrip', 'noop_rpc_100_items', 'db_commit',
              'allocate_single', 'allocate_batch_100_independent',
              'allocate_batch_100_atomic', 'get_allocations_one',
-             'mixed_70w_30r'}
+             'mixed_70w_30r', 'noop_http_roundtrip', 'http_put_allocations'}
 
 
 def test_quick_run_prints_one_json_row_per_figure():
