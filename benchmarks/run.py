@@ -86,7 +86,8 @@ class Bench(object):
         config = services.write_config(
             os.path.join(scratch, 'bench.conf'), database, topic,
             workers=args.workers,
-            extra='[DEFAULT]\nexecutor_thread_pool_size = 64\n')
+            extra='[DEFAULT]\nexecutor_thread_pool_size = %d\n'
+            % args.executor_threads)
         services.manage(config, 'db', 'sync')
         self.client = services.BareClient(topic, timeout=120)
         self.worker = services.Worker(config).start(self.client)
@@ -358,6 +359,9 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=10.0,
                         help='measuring time per figure')
     parser.add_argument('--concurrency', default='1,4,16,64')
+    parser.add_argument('--executor-threads', type=int, default=64,
+                        help="each worker's [DEFAULT] "
+                        'executor_thread_pool_size (oslo.messaging: 64)')
     parser.add_argument('--preload', type=int, default=0,
                         help='allocations stored before measuring')
     parser.add_argument('--json', action='store_true',
