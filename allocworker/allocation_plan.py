@@ -97,7 +97,7 @@ class Plan(object):
                  for n in res}
         uuids = {p for r in self.requests for p in r.allocations}
         self.class_ids = db_classes.ids_by_name(self.conn, names)
-        self.provider_ids = db_providers.ids_by_uuid(self.conn, uuids)
+        self.provider_ids = db_providers.remembered_ids(self.conn, uuids)
         for r in self.requests:
             for provider_uuid, resources in r.allocations.items():
                 if provider_uuid not in self.provider_ids:
@@ -158,10 +158,15 @@ class Plan(object):
             touched.update(pid for pid, _name in self._old_rows(r))
             touched.update(pid for pid, _name in self._new_rows(r))
         self.locked = db_providers.lock(self.conn, touched)
-        if len(self.locked) != len(touched):
-            # A provider was deleted after we resolved its uuid.
+        stale = [uuid for uuid, pid in self.provider_ids.items()
+                 if pid in touched and (pid not in self.locked or
+                                        self.locked[pid].uuid != uuid)]
+        if stale or len(self.locked) != len(touched):
+            # A provider was deleted (and maybe created again) since its
+            # id was remembered or resolved: resolve afresh.
+            db_providers.forget(self.conn, stale)
             raise db.ConcurrentUpdate('provider vanished')
-        self.uuid_of = {pid: uuid for uuid, pid in self.provider_ids.items()}
+        self.uuid_of = {pid: row.uuid for pid, row in self.locked.items()}
 
     def _judge(self):
         """Judge capacity, units and group policies.

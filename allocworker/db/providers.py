@@ -48,18 +48,18 @@ def lock_by_uuid(conn, uuid):
     return row
 
 
-Locked = collections.namedtuple('Locked', ['generation', 'root_id'])
+Locked = collections.namedtuple('Locked', ['generation', 'root_id', 'uuid'])
 
 
 def lock(conn, provider_ids):
     """Lock providers in id order (a global order, so writers never
-    deadlock on each other); {id: Locked(generation, root_id)}."""
+    deadlock on each other); {id: Locked(generation, root_id, uuid)}."""
     if not provider_ids:
         return {}
     rows = conn.execute(api.for_update(
-        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id)
+        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid)
         .where(_p.c.id.in_(sorted(provider_ids))).order_by(_p.c.id)))
-    return {pid: Locked(gen, root) for pid, gen, root in rows}
+    return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
 
 
 def roots_of(conn, provider_ids):
@@ -69,6 +69,35 @@ def roots_of(conn, provider_ids):
     rows = conn.execute(sa.select(_p.c.id, _p.c.root_provider_id)
                         .where(_p.c.id.in_(sorted(provider_ids))))
     return dict(rows.all())
+
+
+# uuid -> id of providers seen by this process, per database. A provider
+# deleted and created again gets a new id, so a remembered id is only a
+# guess: whoever uses one checks the uuid on the row it locks
+# (``forget`` the guess and start over when it differs).
+_remembered = {}
+_REMEMBER_AT_MOST = 100000
+
+
+def remembered_ids(conn, uuids):
+    """{uuid: id} for those of ``uuids`` that exist, from memory where
+    possible (verify under the lock, see above)."""
+    known = _remembered.setdefault(str(conn.engine.url), {})
+    found = {u: known[u] for u in uuids if u in known}
+    missing = [u for u in uuids if u not in found]
+    if missing:
+        fresh = ids_by_uuid(conn, missing)
+        if len(known) > _REMEMBER_AT_MOST:
+            known.clear()
+        known.update(fresh)
+        found.update(fresh)
+    return found
+
+
+def forget(conn, uuids):
+    known = _remembered.get(str(conn.engine.url), {})
+    for uuid in uuids:
+        known.pop(uuid, None)
 
 
 def ids_by_uuid(conn, uuids):

@@ -231,3 +231,30 @@ def test_recreated_provider_starts_above_its_retired_generation():
                                                                     None)
     again, = providers.create_provider(None, rp['uuid'], 'recreated')
     assert again['generation'] == 3
+
+
+def test_a_provider_created_again_is_allocated_on_as_the_new_one():
+    """Workers remember provider ids; a uuid deleted and created again
+    must be found afresh, never through the old id."""
+    rp = new_provider(inventories={'VCPU': {'total': 4}})
+    consumer = str(uuid.uuid4())
+    held = allocate(rp['uuid'], 1, consumer)
+    item, = allocations.allocate(None, [{
+        'consumer_uuid': consumer, 'project_id': 'p', 'user_id': 'u',
+        'consumer_generation': held['consumer_generation'],
+        'allocations': {}}])
+    assert item['status'] == 200
+    assert code(providers.delete_provider(None, rp['uuid'])[0]) == (200,
+                                                                    None)
+    new_provider(name='taking-ids-' + rp['uuid'])
+    made, = providers.create_provider(None, rp['uuid'], 'back-' + rp['uuid'])
+    providers.set_inventories(None, rp['uuid'], made['generation'],
+                              {'VCPU': {'total': 2}})
+    allocate(rp['uuid'], 2)
+    usage, = providers.get_usages(None, [rp['uuid']])
+    assert usage['usages'] == {'VCPU': 2}
+    item, = allocations.allocate(None, [{
+        'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
+        'project_id': 'p', 'user_id': 'u',
+        'allocations': {str(uuid.uuid4()): {'VCPU': 1}}}])
+    assert code(item) == (400, 'provider.not_found')
