@@ -4,7 +4,6 @@ MISC_SHARES_VIA_AGGREGATE trait shares its inventory with the providers of
 its aggregates (allocation candidates use that). Setting them is a write
 to the provider, under its generation."""
 
-from allocworker import codes
 from allocworker import items
 from allocworker import policy
 from allocworker import providers
@@ -21,17 +20,8 @@ def get_provider_aggregates(context, uuid):
 
 
 def _read(context, uuid):
-    uuid = validation.uuid(uuid, 'uuid')
-    policy.check(context, 'get_providers', 'provider %s' % uuid)
-    with db.reader() as conn:
-        provider = db_providers.get(conn, uuid)
-        if provider is None:
-            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                              'provider %s does not exist' % uuid)
-        found = db_aggregates.of_providers(conn, [provider.id])
-    return {'uuid': uuid, 'generation': provider.generation,
-            'aggregates': sorted(found.get(provider.id, ())),
-            'status': 200}
+    return providers.facet_item(context, uuid, 'aggregates',
+                                db_aggregates.of_providers)
 
 
 def set_provider_aggregates(context, uuid, provider_generation, aggregates):

@@ -275,6 +275,22 @@ def lock_at_generation(conn, provider_uuid, expected_generation):
     return row
 
 
+def facet_item(context, uuid, key, read):
+    """One provider's generation and one set of facts about it (its
+    traits, its aggregates): ``read(conn, [provider_id])`` gives
+    {provider_id: set}. The item, or the 404 fault."""
+    uuid = validation.uuid(uuid, 'uuid')
+    policy.check(context, 'get_providers', 'provider %s' % uuid)
+    with db.reader() as conn:
+        provider = db_providers.get(conn, uuid)
+        if provider is None:
+            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
+                              'provider %s does not exist' % uuid)
+        found = read(conn, [provider.id])
+    return {'uuid': uuid, 'generation': provider.generation,
+            key: sorted(found.get(provider.id, ())), 'status': 200}
+
+
 def check_inventory_change(provider_uuid, parsed, used, force):
     """Refuse to drop a class still in use, or (without force) to shrink
     capacity below what is allocated."""
@@ -347,7 +363,7 @@ def create_resource_class(context, name):
 
 
 def _create_resource_class(name):
-    name = validation.custom_resource_class(name)
+    name = validation.custom_name(name)
     created = retry.write(_insert_resource_class, name)
     return {'name': name, 'created': created, 'status': 200}
 

@@ -34,7 +34,7 @@ def create_trait(context, name):
 
 
 def _create(context, name):
-    name = validation.custom_trait(name)
+    name = validation.custom_name(name)
     policy.check(context, 'create_trait', 'trait %s' % name)
     created = retry.write(_insert, name)
     return {'name': name, 'created': created, 'status': 200}
@@ -79,16 +79,8 @@ def get_provider_traits(context, uuid):
 
 
 def _read(context, uuid):
-    uuid = validation.uuid(uuid, 'uuid')
-    policy.check(context, 'get_providers', 'provider %s' % uuid)
-    with db.reader() as conn:
-        provider = db_providers.get(conn, uuid)
-        if provider is None:
-            raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                              'provider %s does not exist' % uuid)
-        found = db_traits.of_providers(conn, [provider.id])
-    return {'uuid': uuid, 'generation': provider.generation,
-            'traits': sorted(found.get(provider.id, ())), 'status': 200}
+    return providers.facet_item(context, uuid, 'traits',
+                                db_traits.of_providers)
 
 
 def set_provider_traits(context, uuid, provider_generation, traits):

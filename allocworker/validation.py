@@ -107,32 +107,24 @@ def required(value, field, key):
     return value[key]
 
 
+def _name(value, field, pattern, what):
+    if not isinstance(value, str) or not pattern.match(value) or \
+            len(value) > MAX_STRING:
+        raise invalid('%s is not a valid %s: %s' % (field, what,
+                                                    _show(value)))
+    return value
+
+
 def resource_class(value, field):
-    if not isinstance(value, str) or not ANY_CLASS.match(value) or \
-            len(value) > MAX_STRING:
-        raise invalid('%s is not a valid resource class name: %s'
-                      % (field, _show(value)))
-    return value
-
-
-def custom_resource_class(value, field='name'):
-    if not isinstance(value, str) or not CUSTOM_CLASS.match(value) or \
-            len(value) > MAX_STRING:
-        raise invalid('%s must match ^CUSTOM_[A-Z0-9_]+$ (at most %d '
-                      'characters), not %s' % (field, MAX_STRING,
-                                               _show(value)))
-    return value
+    return _name(value, field, ANY_CLASS, 'resource class name')
 
 
 def trait_name(value, field):
-    if not isinstance(value, str) or not ANY_CLASS.match(value) or \
-            len(value) > MAX_STRING:
-        raise invalid('%s is not a valid trait name: %s'
-                      % (field, _show(value)))
-    return value
+    return _name(value, field, ANY_CLASS, 'trait name')
 
 
-def custom_trait(value, field='name'):
+def custom_name(value, field='name'):
+    """A CUSTOM_ resource class or trait, the only kind operators make."""
     if not isinstance(value, str) or not CUSTOM_CLASS.match(value) or \
             len(value) > MAX_STRING:
         raise invalid('%s must match ^CUSTOM_[A-Z0-9_]+$ (at most %d '

@@ -124,14 +124,8 @@ class Bench(object):
              api_config], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL)
         base = 'http://127.0.0.1:%d' % port
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(base + '/', timeout=1)
-                return base
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError('allocworker-api did not start')
+        services.wait_for_http(base)
+        return base
 
     def http(self, method, path, body=None):
         request = urllib.request.Request(

@@ -1,9 +1,9 @@
 """Queries on resource classes."""
 
 import os_resource_classes
-from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from allocworker.db import names as names_table
 from allocworker.db import schema
 
 _rc = schema.resource_classes
@@ -39,22 +39,12 @@ def names(conn):
 
 def create(conn, name):
     """Create a class; False when it already existed."""
-    if ids_by_name(conn, [name]):
-        return False
-    conn.execute(sa.insert(_rc).values(name=name,
-                                       created_at=timeutils.utcnow()))
-    return True
+    return names_table.create(conn, _rc, ids_by_name, name)
 
 
 def ensure(conn, wanted):
     """Create those of ``wanted`` that do not exist yet."""
-    existing = ids_by_name(conn, wanted)
-    missing = [n for n in wanted if n not in existing]
-    if missing:
-        now = timeutils.utcnow()
-        conn.execute(sa.insert(_rc),
-                     [{'name': n, 'created_at': now} for n in missing])
-    return missing
+    return names_table.ensure(conn, _rc, ids_by_name, wanted)
 
 
 def in_use(conn, class_id):

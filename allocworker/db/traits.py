@@ -1,8 +1,8 @@
 """Queries on traits and on which providers carry them."""
 
-from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from allocworker.db import names as names_table
 from allocworker.db import schema
 
 _t = schema.traits
@@ -35,22 +35,12 @@ def names(conn, starts_with=None, in_names=None, associated=None):
 
 def create(conn, name):
     """Create a trait; False when it already existed."""
-    if ids_by_name(conn, [name]):
-        return False
-    conn.execute(sa.insert(_t).values(name=name,
-                                      created_at=timeutils.utcnow()))
-    return True
+    return names_table.create(conn, _t, ids_by_name, name)
 
 
 def ensure(conn, wanted):
     """Create those of ``wanted`` that do not exist yet."""
-    existing = ids_by_name(conn, wanted)
-    missing = [n for n in wanted if n not in existing]
-    if missing:
-        now = timeutils.utcnow()
-        conn.execute(sa.insert(_t),
-                     [{'name': n, 'created_at': now} for n in missing])
-    return missing
+    return names_table.ensure(conn, _t, ids_by_name, wanted)
 
 
 def in_use(conn, trait_id):

@@ -61,6 +61,22 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for_http(base, seconds=60):
+    """Wait until an HTTP server answers at ``base`` (any status counts)."""
+    import urllib.error
+    import urllib.request
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(base + '/', timeout=1)
+            return
+        except urllib.error.HTTPError:
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError('nothing answers at %s' % base)
+
+
 def write_config(path, db_url, topic, workers=1, extra=''):
     with open(path, 'w') as f:
         f.write('[DEFAULT]\n'

@@ -4,9 +4,7 @@
 import json
 import os
 import re
-import socket
 import subprocess
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -41,9 +39,7 @@ class Http(object):
 
 @pytest.fixture(scope='module')
 def http(database, scratch):
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
+    port = services.free_port()
     config = services.write_config(
         '%s/api.conf' % scratch, database, 'unused',
         extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
@@ -51,12 +47,7 @@ def http(database, scratch):
         [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
          config], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     client = Http(port)
-    for _ in range(120):
-        try:
-            urllib.request.urlopen(client.base + '/', timeout=1)
-            break
-        except OSError:
-            time.sleep(0.25)
+    services.wait_for_http(client.base)
     yield client
     server.terminate()
     server.wait(30)

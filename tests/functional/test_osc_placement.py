@@ -7,14 +7,13 @@ The CLI lives in its own virtualenv, .venv-osc, made on first use.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 
 import pytest
+
+from tests.functional import services
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 VENV = os.path.join(ROOT, '.venv-osc')
@@ -36,21 +35,14 @@ def _openstack():
 @pytest.fixture(scope='module')
 def cli():
     binary = _openstack()
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        port = s.getsockname()[1]
+    port = services.free_port()
     scratch = tempfile.mkdtemp(prefix='aw-osc-')
     server = subprocess.Popen(
         [SERVER, scratch, str(port), os.path.join(scratch, 'aw.sqlite')],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
     url = 'http://127.0.0.1:%d' % port
-    for _ in range(240):
-        try:
-            urllib.request.urlopen(url + '/', timeout=1)
-            break
-        except OSError:
-            time.sleep(0.25)
+    services.wait_for_http(url)
 
     def run(*args, version=None):
         command = [binary, '--os-auth-type', 'admin_token',

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import threading
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -52,12 +51,7 @@ def placement(database, scratch):
             stderr=subprocess.DEVNULL))
         bases.append('http://127.0.0.1:%d' % port)
     for base in bases:
-        for _ in range(240):
-            try:
-                urllib.request.urlopen(base + '/', timeout=1)
-                break
-            except OSError:
-                time.sleep(0.25)
+        services.wait_for_http(base)
     yield Placement(bases)
     for server in servers:
         server.terminate()
