@@ -3,7 +3,6 @@ generation from 1.19)."""
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
-from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
 from allocworker import aggregates
 
@@ -23,8 +22,6 @@ def _body(request, item):
 def of_provider(request, uuid):
     _since(request)
     item, = aggregates.get_provider_aggregates(request.context, uuid)
-    if item['status'] == 404:
-        rp.fetch(request, uuid)
     return http.Response(body=_body(request, faults.checked(item)),
                          cacheable=True)
 
@@ -39,10 +36,5 @@ def set_for_provider(request, uuid):
         generation, wanted = None, data
     item, = aggregates.set_provider_aggregates(request.context, uuid,
                                                generation, wanted)
-    if item['status'] == 404:
-        rp.fetch(request, uuid)
-    if item.get('code') == 'provider.generation_conflict':
-        raise http.conflict('resource provider generation conflict: %s'
-                            % item['detail'], http.CONCURRENT_UPDATE)
     return http.Response(body=_body(request, faults.checked(item)),
                          cacheable=True)

@@ -13,18 +13,33 @@ PLACEMENT_CODES = {
 }
 
 
+# Placement's own sentence for these, in place of the caller's prefix.
+PLACEMENT_WORDS = {
+    codes.PROVIDER_GENERATION_CONFLICT.code:
+        'resource provider generation conflict: %s',
+}
+
+
 def error(status, code, detail, prefix=''):
     placement_code = PLACEMENT_CODES.get(code, http.UNDEFINED_CODE)
     if code == codes.PROVIDER_IN_USE.code and 'child' in detail:
         placement_code = 'placement.resource_provider.cannot_delete_parent'
+    if code in PLACEMENT_WORDS:
+        return http.HTTPError(status, PLACEMENT_WORDS[code] % detail,
+                              placement_code)
     return http.HTTPError(status, prefix + detail, placement_code)
 
 
 def checked(item, prefix=''):
-    """The item when it succeeded; else its HTTPError is raised."""
-    if item['status'] >= 300:
-        raise error(item['status'], item.get('code'), item['detail'], prefix)
-    return item
+    """The item when it succeeded; else its HTTPError is raised. A provider
+    that is not there is Placement's 404 sentence."""
+    if item['status'] < 300:
+        return item
+    if item['status'] == codes.PROVIDER_NOT_FOUND.status and \
+            item.get('code') == codes.PROVIDER_NOT_FOUND.code:
+        raise http.not_found('No resource provider with uuid %s found'
+                             % (item.get('uuid') or item['provider_uuid']))
+    raise error(item['status'], item.get('code'), item['detail'], prefix)
 
 
 def call(fn, *args, **kwargs):

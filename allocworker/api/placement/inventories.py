@@ -54,15 +54,7 @@ def _write(request, uuid, generation, inventories, verb):
     _check_reserved(request, uuid, inventories, verb)
     item, = providers.set_inventories(request.context, uuid, generation,
                                       inventories, force=True)
-    if item['status'] == 404:
-        raise http.not_found('No resource provider with uuid %s found'
-                             % uuid)
-    code = item.get('code')
-    if code == 'provider.generation_conflict':
-        raise http.conflict(
-            'resource provider generation conflict: %s' % item['detail'],
-            http.CONCURRENT_UPDATE)
-    if code == 'resource_class.not_found':
+    if item.get('code') == 'resource_class.not_found':
         raise http.bad_request('Unknown resource class in inventory for '
                                'resource provider %s: %s'
                                % (uuid, item['detail']))

@@ -73,8 +73,6 @@ def _body(item):
 def of_provider(request, uuid):
     _since(request)
     item, = traits.get_provider_traits(request.context, uuid)
-    if item['status'] == 404:
-        rp.fetch(request, uuid)
     return http.Response(body=_body(faults.checked(item)), cacheable=True)
 
 
@@ -84,11 +82,6 @@ def set_for_provider(request, uuid):
     item, = traits.set_provider_traits(
         request.context, uuid, data['resource_provider_generation'],
         data['traits'])
-    if item['status'] == 404:
-        rp.fetch(request, uuid)
-    if item.get('code') == 'provider.generation_conflict':
-        raise http.conflict('resource provider generation conflict: %s'
-                            % item['detail'], http.CONCURRENT_UPDATE)
     return http.Response(body=_body(faults.checked(item)))
 
 
@@ -97,8 +90,5 @@ def delete_for_provider(request, uuid):
     provider = rp.fetch(request, uuid)
     item, = traits.set_provider_traits(request.context, uuid,
                                        provider['generation'], [])
-    if item.get('code') == 'provider.generation_conflict':
-        raise http.conflict('resource provider generation conflict: %s'
-                            % item['detail'], http.CONCURRENT_UPDATE)
     faults.checked(item)
     return http.Response(204)

@@ -12,9 +12,6 @@ ALL_TYPES = 'all'
 
 def of_provider(request, uuid):
     item, = faults.call(providers.get_usages, request.context, [uuid])
-    if item['status'] == 404:
-        raise http.not_found('No resource provider with uuid %s found'
-                             % uuid)
     faults.checked(item)
     return http.Response(body={
         'resource_provider_generation': item['generation'],
