@@ -116,16 +116,15 @@ def allocate(context, items, atomic=False):
 def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
     """``allocate``, with the type a new consumer gets when its item names
     none: None records no type (Placement's API before 1.38)."""
-    validation.batch(items, 'items', CONF.worker.max_batch_items)
+    parsed = prepared(context, items)
     validation.boolean(atomic, 'atomic')
-    parsed = [_authorized(context, r) for r in _parse_batch(items)]
     changes = []
     if atomic:
         results = _allocate_atomic(context, parsed, changes, new_type)
     else:
         results = _allocate_independent(context, parsed, changes, new_type)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
-    return [_result_item(items[i], result) for i, result in enumerate(results)]
+    return answers(items, results)
 
 
 def prepared(context, items):
@@ -143,7 +142,8 @@ def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE):
 
 
 def answers(items, results):
-    """The result items of ``items``, from {index: item | Fault}."""
+    """The result items of ``items``, from their results by index (a list,
+    or {index: item | Fault})."""
     return [_result_item(items[i], results[i]) for i in range(len(items))]
 
 
@@ -163,12 +163,11 @@ def _result_item(raw, result):
 
 
 def _allocate_atomic(context, parsed, changes, new_type):
-    requests = [r for r in parsed if isinstance(r, Request)]
-    if len(requests) < len(parsed):
-        return [r if isinstance(r, codes.Fault) else aborted(r)
-                for r in parsed]
-    outcome = _guarded(context, requests, changes, True, new_type)
-    return [outcome[r.index] for r in requests]
+    refusal = refused(parsed)
+    if refusal:
+        return refusal
+    outcome = _guarded(context, parsed, changes, True, new_type)
+    return [outcome[r.index] for r in parsed]
 
 
 def _allocate_independent(context, parsed, changes, new_type):
@@ -198,6 +197,22 @@ def aborted(request):
                        'back because of another item' % request.index)
 
 
+def refused(parsed):
+    """An atomic batch with items that did not parse or were denied: their
+    faults, batch.aborted for the others; [] when every item is a
+    Request."""
+    if all(isinstance(r, Request) for r in parsed):
+        return []
+    return [r if isinstance(r, codes.Fault) else aborted(r) for r in parsed]
+
+
+def blamed(failed, requests):
+    """{index: Fault} of an atomic batch that failed (BatchFailed): each
+    item's own fault, batch.aborted for the others."""
+    return {r.index: failed.faults.get(r.index) or aborted(r)
+            for r in requests}
+
+
 def _guarded(context, requests, changes, atomic, new_type):
     """Write ``requests`` in one transaction; {index: item | Fault}.
 
@@ -211,8 +226,7 @@ def _guarded(context, requests, changes, atomic, new_type):
         changes.extend(committed)
         return results
     except allocation_plan.BatchFailed as failed:
-        return {r.index: failed.faults.get(r.index) or aborted(r)
-                for r in requests}
+        return blamed(failed, requests)
     except codes.Fault as fault:
         return {r.index: fault for r in requests}
     except Exception:

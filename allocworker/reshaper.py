@@ -9,7 +9,6 @@ inventory. Any failure writes nothing.
 """
 
 from allocworker import allocations
-from allocworker import codes
 from allocworker import notifications
 from allocworker import policy
 from allocworker import providers
@@ -37,17 +36,15 @@ def reshape(context, inventories, items,
             validation.required(part, 'inventories.%s' % uuid,
                                 'inventories')))
     requests = allocations.prepared(context, items)
-    if any(isinstance(r, codes.Fault) for r in requests):
-        return allocations.answers(items, {
-            i: r if isinstance(r, codes.Fault) else allocations.aborted(r)
-            for i, r in enumerate(requests)})
+    refusal = allocations.refused(requests)
+    if refusal:
+        return allocations.answers(items, refusal)
     try:
         results, changes = retry.write(_reshape, context, wanted, requests,
                                        new_type)
     except allocations.BatchFailed as failed:
-        return allocations.answers(items, {
-            r.index: failed.faults.get(r.index) or allocations.aborted(r)
-            for r in requests})
+        return allocations.answers(items,
+                                   allocations.blamed(failed, requests))
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return allocations.answers(items, results)
 
