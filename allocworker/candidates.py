@@ -38,11 +38,10 @@ def allocation_candidates(context, resources, required=(), forbidden=(),
             anchor = world.providers.get(in_tree)
             if anchor is None or anchor.root_uuid != root:
                 continue
-        tree_aggs = set().union(*(world.aggregates.get(u, set())
-                                  for u in tree))
+        tree_aggs = world.aggregates_of(tree)
         if any(not (set(wanted) & tree_aggs) for wanted in member_of):
             continue
-        pool = tree + world.sharing_with(set(tree))
+        pool = tree + world.sharing_with(set(tree), tree_aggs)
         options = []
         for name in sorted(resources):
             options.append([u for u in pool

@@ -41,10 +41,13 @@ class Snapshot(object):
         return (capacity.unit_violation(inventory, amount) is None and
                 capacity.fits(inventory, used + amount))
 
-    def sharing_with(self, tree):
-        aggregates = set()
-        for uuid in tree:
-            aggregates |= self.aggregates.get(uuid, set())
+    def aggregates_of(self, tree):
+        """Every aggregate any provider of ``tree`` is in."""
+        return set().union(*(self.aggregates.get(u, set()) for u in tree))
+
+    def sharing_with(self, tree, aggregates):
+        """Sharing providers outside ``tree`` in one of ``aggregates``
+        (the tree's, from ``aggregates_of``)."""
         return [u for u in self.providers if u not in tree and
                 SHARING_TRAIT in self.traits.get(u, ()) and
                 self.aggregates.get(u, set()) & aggregates]
