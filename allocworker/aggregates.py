@@ -11,7 +11,6 @@ from allocworker import retry
 from allocworker import validation
 from allocworker.db import aggregates as db_aggregates
 from allocworker.db import api as db
-from allocworker.db import providers as db_providers
 
 
 def get_provider_aggregates(context, uuid):
@@ -48,11 +47,6 @@ def _set(context, uuid, provider_generation, aggregates):
 
 def _replace(uuid, expected_generation, aggregates):
     with db.writer() as conn:
-        if expected_generation is None:
-            row = db_providers.lock_by_uuid(conn, uuid)
-            expected_generation = row.generation if row else None
         row = providers.lock_at_generation(conn, uuid, expected_generation)
         db_aggregates.replace(conn, row.id, aggregates)
-        if not db_providers.bump_generation(conn, row.id, row.generation):
-            raise db.ConcurrentUpdate(uuid)
-        return row.generation + 1
+        return providers.moved_generation(conn, uuid, row)

@@ -75,7 +75,7 @@ def _write(uuid, name, parent_uuid):
         if moving:
             if db_providers.subtree(conn, provider_id) != below:
                 raise db.ConcurrentUpdate(uuid)  # a child arrived
-            if db_providers.any_allocations(conn, below):
+            if db_providers.has_allocations(conn, below):
                 raise codes.Fault(
                     codes.PROVIDER_IN_USE,
                     'provider %s or a provider below it holds allocations, '

@@ -103,7 +103,7 @@ def _remove_provider(uuid):
             raise codes.Fault(codes.PROVIDER_IN_USE,
                               'Unable to delete parent resource provider '
                               '%s: It has child resource providers.' % uuid)
-        if db_providers.has_allocations(conn, row.id):
+        if db_providers.has_allocations(conn, {row.id}):
             raise codes.Fault(codes.PROVIDER_IN_USE,
                               'Unable to delete resource provider %s: '
                               'Resource provider has allocations.' % uuid)
@@ -235,9 +235,7 @@ def replace_inventories_in(conn, provider_uuid, expected_generation, parsed,
     if not reshaping:
         check_inventory_change(provider_uuid, parsed, used, force)
     _store_inventories(conn, row.id, parsed, class_ids, used)
-    if not db_providers.bump_generation(conn, row.id, row.generation):
-        raise db.ConcurrentUpdate(provider_uuid)
-    return row.generation + 1
+    return moved_generation(conn, provider_uuid, row)
 
 
 def settle_inventories(conn, provider_uuid, parsed):
@@ -260,19 +258,27 @@ def _store_inventories(conn, provider_id, parsed, class_ids, used):
 
 
 def lock_at_generation(conn, provider_uuid, expected_generation):
-    """Lock the provider for a write under its generation: its row, or the
-    404 / generation-conflict fault."""
+    """Lock the provider for a write under its generation (None: whatever
+    it is): its row, or the 404 / generation-conflict fault."""
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     if row is None:
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                           'provider %s does not exist' % provider_uuid)
-    if row.generation != expected_generation:
+    if expected_generation is not None and \
+            row.generation != expected_generation:
         raise codes.Fault(
             codes.PROVIDER_GENERATION_CONFLICT,
             'provider %s is at generation %d, not %d'
             % (provider_uuid, row.generation, expected_generation),
             generation=row.generation)
     return row
+
+
+def moved_generation(conn, provider_uuid, row):
+    """Move the locked provider's generation up by one; the new one."""
+    if not db_providers.bump_generation(conn, row.id, row.generation):
+        raise db.ConcurrentUpdate(provider_uuid)
+    return row.generation + 1
 
 
 def facet_item(context, uuid, key, read):

@@ -12,7 +12,6 @@ from allocworker import providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import providers as db_providers
 from allocworker.db import traits as db_traits
 
 
@@ -111,6 +110,4 @@ def _replace(uuid, expected_generation, traits):
             raise codes.Fault(codes.TRAIT_NOT_IN_BODY,
                               'No such trait(s): %s' % ', '.join(unknown))
         db_traits.replace(conn, row.id, set(ids.values()))
-        if not db_providers.bump_generation(conn, row.id, row.generation):
-            raise db.ConcurrentUpdate(uuid)
-        return row.generation + 1
+        return providers.moved_generation(conn, uuid, row)

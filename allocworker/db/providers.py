@@ -129,12 +129,6 @@ def has_children(conn, provider_id):
     return conn.execute(query).first() is not None
 
 
-def has_allocations(conn, provider_id):
-    query = sa.select(_alloc.c.id).where(
-        _alloc.c.provider_id == provider_id).limit(1)
-    return conn.execute(query).first() is not None
-
-
 def delete(conn, provider_id, uuid, generation):
     conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id))
     conn.execute(sa.delete(_inv).where(_inv.c.provider_id == provider_id))
@@ -300,7 +294,8 @@ def subtree(conn, provider_id):
     return found
 
 
-def any_allocations(conn, provider_ids):
+def has_allocations(conn, provider_ids):
+    """Whether any of the providers holds allocations."""
     query = sa.select(_alloc.c.id).where(
         _alloc.c.provider_id.in_(sorted(provider_ids))).limit(1)
     return conn.execute(query).first() is not None
