@@ -49,7 +49,7 @@ def _write(uuid, name, parent_uuid):
         if current is None:
             raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                               'provider %s does not exist' % uuid)
-        provider_id = db_providers.ids_by_uuid(conn, [uuid])[uuid]
+        provider_id = current.id
         moving = parent_uuid is not KEEP and \
             parent_uuid != current.parent_uuid
         below = db_providers.subtree(conn, provider_id) if moving else \
