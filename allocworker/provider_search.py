@@ -19,7 +19,8 @@ def find_providers(context, name=None, uuid=None, in_tree=None,
         uuid = validation.uuid(uuid, 'uuid')
     if in_tree is not None:
         in_tree = validation.uuid(in_tree, 'in_tree')
-    _known_traits(set(required) | set(forbidden))
+    required, forbidden = set(required), set(forbidden)
+    _known_traits(required | forbidden)
     policy.check(context, 'get_providers', 'providers')
     world = provider_snapshot.read()
     roots = None
@@ -35,15 +36,14 @@ def find_providers(context, name=None, uuid=None, in_tree=None,
                 (uuid is not None and provider_uuid != uuid) or \
                 (roots is not None and provider.root_uuid not in roots) or \
                 any(not (set(group) & aggregates) for group in member_of) or \
-                not set(required) <= traits or traits & set(forbidden):
+                not required <= traits or traits & forbidden:
             continue
         if resources and not all(
                 world.can_supply(provider_uuid, cls, amount)
                 for cls, amount in resources.items()):
             continue
-        found.append(providers.provider_item(provider, inventories={
-            cls: providers.inventory_dict(inv) for cls, (inv, _used)
-            in world.classes[provider_uuid].items()}))
+        found.append(providers.described_item(
+            provider, world.classes[provider_uuid]))
     return found
 
 

@@ -129,8 +129,8 @@ def get_providers(context, uuids=None):
     by_uuid = {provider.uuid: (provider, classes)
                for provider, classes in found}
     if wanted is None:
-        return [_described_item(p, c) for p, c in found]
-    return [_lookup(by_uuid, raw, uuid, _described_item)
+        return [described_item(p, c) for p, c in found]
+    return [_lookup(by_uuid, raw, uuid, described_item)
             for raw, uuid in zip(uuids, wanted)]
 
 
@@ -142,7 +142,7 @@ def _denied_reads(context, call, uuids, key):
     return [fault.item(**{key: items.echo(raw)}) for raw in uuids]
 
 
-def _described_item(provider, classes):
+def described_item(provider, classes):
     return provider_item(provider, inventories={
         name: inventory_dict(inv) for name, (inv, _used) in classes.items()})
 
