@@ -1,0 +1,189 @@
+"""Scheduling over RPC (1.3): allocation candidates, and claims that pick
+and write in one transaction, under storms of concurrent claims against
+several worker processes, on every backend.
+
+Each test counts its slots in a resource class of its own, so candidates
+of other tests sharing the database never match.
+"""
+
+import collections
+from concurrent import futures
+import threading
+import uuid
+
+from tests.functional.helpers import assert_fault, one, provider, usage
+
+CLIENTS = 16
+
+
+def _in_parallel(fn, jobs, clients=CLIENTS):
+    start = threading.Barrier(min(clients, len(jobs)))
+
+    def run(job):
+        if len(jobs) <= clients:
+            start.wait()
+        return fn(job)
+
+    with futures.ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(run, jobs))
+
+
+def slot_class(rpc):
+    name = 'CUSTOM_SLOT_%s' % uuid.uuid4().hex[:12].upper()
+    assert one(rpc.create_resource_class(name=name))['status'] == 200
+    return name
+
+
+def hosts(rpc, name, count, total):
+    return [provider(rpc, {name: {'total': total}})[0] for _ in range(count)]
+
+
+def wanting(name, amount=1, **group):
+    return {'groups': [dict(group, resources={name: amount})]}
+
+
+def claim_item(consumer, request, generation=None, **extra):
+    item = {'consumer_uuid': consumer, 'consumer_generation': generation,
+            'project_id': 'test-project', 'user_id': 'test-user',
+            'request': request}
+    item.update(extra)
+    return item
+
+
+def claim(rpc, consumer, request, generation=None, **extra):
+    return one(rpc.claim(items=[claim_item(consumer, request, generation,
+                                           **extra)]))
+
+
+def held(rpc, consumer):
+    item = one(rpc.get_allocations(consumer_uuids=[consumer]))
+    if item['status'] == 404:
+        return None
+    return {p: a['resources'] for p, a in item['allocations'].items()}
+
+
+def test_boot_storm_fills_every_slot_without_a_conflict(rpc):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 16, 4)
+    consumers = [str(uuid.uuid4()) for _ in range(64)]
+    results = _in_parallel(lambda c: claim(rpc, c, wanting(name)),
+                           consumers, clients=64)
+    assert [r['status'] for r in results] == [200] * 64, [
+        r for r in results if r['status'] != 200]
+    for r in results:
+        assert r['allocations'] == {r['root_uuid']: {name: 1}}
+        assert held(rpc, r['consumer_uuid']) == r['allocations']
+    assert collections.Counter(r['root_uuid'] for r in results) == {
+        root: 4 for root in roots}
+    assert all(usage(rpc, root) == {name: 4} for root in roots)
+    late = claim(rpc, str(uuid.uuid4()), wanting(name))
+    assert_fault(late, 409, 'capacity.exceeded')
+    assert '16 candidate' not in late['detail']
+
+
+def test_spread_and_pack_choose_by_free_capacity(rpc):
+    name = slot_class(rpc)
+    small, big = hosts(rpc, name, 1, 4)[0], hosts(rpc, name, 1, 8)[0]
+    assert claim(rpc, str(uuid.uuid4()), wanting(name),
+                 strategy='spread')['root_uuid'] == big
+    assert claim(rpc, str(uuid.uuid4()), wanting(name),
+                 strategy='pack')['root_uuid'] == small
+    assert claim(rpc, str(uuid.uuid4()), wanting(name))['root_uuid'] == big
+
+
+def test_exclude_roots_passes_over_hosts_already_tried(rpc):
+    name = slot_class(rpc)
+    first, second = hosts(rpc, name, 2, 4)
+    placed = claim(rpc, str(uuid.uuid4()), wanting(name),
+                   exclude_roots=[first])
+    assert placed['root_uuid'] == second
+    refused = claim(rpc, str(uuid.uuid4()), wanting(name),
+                    exclude_roots=[first, second])
+    assert_fault(refused, 409, 'capacity.exceeded')
+    assert '2 on excluded roots' in refused['detail']
+
+
+def _group(rpc, policy, **extra):
+    group = str(uuid.uuid4())
+    item = one(rpc.create_group(uuid=group, name='g-' + group,
+                                policy=policy, **extra))
+    assert item['status'] == 200, item
+    return group
+
+
+def test_anti_affinity_storm_lands_on_distinct_roots(rpc):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 16, 2)
+    group = _group(rpc, 'anti-affinity', max_per_root=1)
+    consumers = [str(uuid.uuid4()) for _ in range(16)]
+    results = _in_parallel(
+        lambda c: claim(rpc, c, wanting(name), group_uuid=group), consumers)
+    assert [r['status'] for r in results] == [200] * 16, results
+    assert sorted(r['root_uuid'] for r in results) == sorted(roots)
+    late = claim(rpc, str(uuid.uuid4()), wanting(name), group_uuid=group)
+    assert_fault(late, 409, 'group.policy_violation')
+    assert '16 candidate(s) fit' in late['detail']
+    assert one(rpc.get_groups(uuids=[group]))['members'] == sorted(consumers)
+
+
+def test_affinity_claims_share_one_root_while_it_has_room(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 4, 4)
+    group = _group(rpc, 'affinity')
+    results = _in_parallel(
+        lambda c: claim(rpc, c, wanting(name), group_uuid=group),
+        [str(uuid.uuid4()) for _ in range(4)])
+    assert [r['status'] for r in results] == [200] * 4, results
+    assert len({r['root_uuid'] for r in results}) == 1
+    full = claim(rpc, str(uuid.uuid4()), wanting(name), group_uuid=group)
+    assert_fault(full, 409, 'group.policy_violation')
+
+
+def test_resize_releases_and_replaces_in_one_transaction(rpc):
+    name = slot_class(rpc)
+    here, there = hosts(rpc, name, 2, 4)
+    consumer, neighbour = str(uuid.uuid4()), str(uuid.uuid4())
+    first = claim(rpc, consumer, wanting(name, 4), strategy='pack')
+    assert first['status'] == 200, first
+    other = claim(rpc, neighbour, wanting(name, 4))
+    assert other['status'] == 200, other
+    # Both hosts are full: only the consumer's own release makes room.
+    smaller = claim(rpc, consumer, wanting(name, 3),
+                    first['consumer_generation'])
+    assert smaller['status'] == 200, smaller
+    assert smaller['root_uuid'] == first['root_uuid']
+    assert held(rpc, consumer) == {first['root_uuid']: {name: 3}}
+    assert usage(rpc, first['root_uuid']) == {name: 3}
+    stale = claim(rpc, consumer, wanting(name, 1),
+                  first['consumer_generation'])
+    assert_fault(stale, 409, 'consumer.generation_conflict')
+    assert stale['consumer_generation'] == smaller['consumer_generation']
+
+
+def test_resize_storm_never_shows_both_or_neither(rpc):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 2, 2)
+    consumer = str(uuid.uuid4())
+    placed = claim(rpc, consumer, wanting(name, 2))
+    seen, done = [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.append(held(rpc, consumer))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        for _ in range(6):
+            # Moving needs the other host: only one host fits 2 units
+            # alongside nothing, and exclude_roots forbids staying.
+            placed = claim(rpc, consumer, wanting(name, 2),
+                           placed['consumer_generation'],
+                           exclude_roots=[placed['root_uuid']])
+            assert placed['status'] == 200, placed
+    finally:
+        done.set()
+        watcher.join()
+    assert seen and all(s is not None and len(s) == 1 and
+                        list(s.values()) == [{name: 2}] for s in seen), seen
+    assert sorted(usage(rpc, r)[name] for r in roots) == [0, 2]
