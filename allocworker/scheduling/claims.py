@@ -60,19 +60,17 @@ PASS_OVER = {codes.CAPACITY_EXCEEDED, codes.ALLOCATION_UNIT_VIOLATION,
              codes.GROUP_POLICY_VIOLATION}
 
 Claim = collections.namedtuple(
-    'Claim', ['request', 'wanted', 'raw_request', 'strategy',
-              'exclude_roots'])
+    'Claim', ['request', 'wanted', 'strategy', 'exclude_roots'])
 
 
 # -- parsing ---------------------------------------------------------------
 
 def _parse_own(raw, index):
-    """(wanted, raw request, strategy, exclude_roots) of one item."""
+    """(wanted, strategy, exclude_roots) of one item."""
     where = 'items[%d]' % index
     validation.mapping(raw, where)
     validation.only_keys(raw, where, ITEM_FIELDS)
-    raw_request = validation.required(raw, where, 'request')
-    wanted = lookup.parse(raw_request, where + '.request')
+    wanted = lookup.parse(validation.required(raw, where, 'request'), where)
     strategy = raw.get('strategy', choosing.SPREAD)
     if strategy not in choosing.STRATEGIES:
         raise validation.invalid('%s.strategy must be one of %s, not %r'
@@ -84,7 +82,7 @@ def _parse_own(raw, index):
     exclude = frozenset(
         validation.uuid(u, '%s.exclude_roots[%d]' % (where, i))
         for i, u in enumerate(exclude))
-    return wanted, raw_request, strategy, exclude
+    return wanted, strategy, exclude
 
 
 def _as_allocate_item(raw):
@@ -185,9 +183,8 @@ def _place(conn, context, claim):
     if refused is not None:
         return refused
     if not candidates:
-        unknown = lookup.requested_classes(claim.raw_request) - set(
-            db_classes.ids_by_name(
-                conn, lookup.requested_classes(claim.raw_request)))
+        classes = lookup.requested_classes(claim.wanted)
+        unknown = classes - set(db_classes.ids_by_name(conn, classes))
         if unknown:
             return codes.Fault(
                 codes.RESOURCE_CLASS_NOT_FOUND,

@@ -10,12 +10,13 @@ from allocworker import codes
 from allocworker import policy
 from allocworker.db import api as db
 from allocworker.scheduling import candidates as scheduling_candidates
+from allocworker.scheduling import request as scheduling_request
 from allocworker import validation
 
 
 def get_allocation_candidates(context, request, limit=1000):
     """One 200 item per candidate; none when nothing fits."""
-    wanted = parse(request, 'request')
+    wanted = parse(request)
     validation.integer(limit, 'limit', minimum=1)
     policy.check(context, 'get_allocation_candidates',
                  'allocation candidates')
@@ -24,48 +25,31 @@ def get_allocation_candidates(context, request, limit=1000):
     return [dict(candidate, status=200) for candidate in found]
 
 
-def requested_classes(raw):
+def parse(raw, where=None):
+    """The parsed request; its faults name the field, under ``where``
+    (an item's place in a call) when given."""
+    try:
+        return scheduling_request.parse_request(raw)
+    except codes.Fault as fault:
+        if where is None:
+            raise
+        raise codes.Fault(fault.code, '%s.%s' % (where, fault.detail))
+
+
+def requested_classes(wanted):
     """Every resource class a parsed request's groups name."""
-    return {name for group in raw['groups'] for name in group['resources']}
+    return {name for group in wanted.groups for name in group.resources}
 
 
-# -- interim: until scheduling/request.py lands --------------------------
+# -- interim: until candidates.find lands ---------------------------------
 # The unnumbered group only, through the shim's candidate search; replaced
-# by request.parse_request and candidates.find (one rule, one place).
-
-def parse(raw, where):
-    """The request ``raw`` checked; a Fault naming the field otherwise."""
-    validation.mapping(raw, where)
-    groups = validation.required(raw, where, 'groups')
-    if not isinstance(groups, list) or not groups:
-        raise validation.invalid('%s.groups must be a non-empty list'
-                                 % where)
-    for index, group in enumerate(groups):
-        at = '%s.groups[%d]' % (where, index)
-        validation.mapping(group, at)
-        resources = validation.mapping(
-            validation.required(group, at, 'resources'), at + '.resources')
-        if not resources:
-            raise validation.invalid('%s.resources must name at least one '
-                                     'resource class' % at)
-        for name, amount in resources.items():
-            validation.resource_class(name, at + '.resources key')
-            validation.integer(amount, '%s.resources.%s' % (at, name),
-                               minimum=1)
-    return raw
-
+# by candidates.find (one rule, one place).
 
 def find(conn, wanted, limit=None):
-    group = wanted['groups'][0]
-    required = [t for t in group.get('required', ()) if t[0] != '!']
-    forbidden = [t[1:] for t in group.get('required', ()) if t[0] == '!']
-    try:
-        found, = scheduling_candidates.allocation_candidates(
-            None, group['resources'], required, forbidden,
-            [{a} for a in group.get('member_of', ())],
-            group.get('in_tree'), limit)
-    except codes.Fault:
-        raise
+    group = wanted.groups[0]
+    found, = scheduling_candidates.allocation_candidates(
+        None, group.resources, group.required, group.forbidden,
+        group.member_of, group.in_tree, limit)
     summaries = found['provider_summaries']
     result = []
     for allocations in found['allocation_requests']:
