@@ -179,9 +179,11 @@ def _place(conn, context, claim):
     """(answer, notification payloads) of the first candidate that fits,
     or the claim's Fault."""
     request = claim.request
-    refused, candidates = _search(conn, context, claim)
-    if refused is not None:
-        return refused
+    answered, candidates = _search(conn, context, claim)
+    if isinstance(answered, codes.Fault):
+        return answered
+    if answered is not None:
+        return answered, []
     if not candidates:
         classes = lookup.requested_classes(claim.wanted)
         unknown = classes - set(db_classes.ids_by_name(conn, classes))

@@ -187,3 +187,50 @@ def test_resize_storm_never_shows_both_or_neither(rpc):
     assert seen and all(s is not None and len(s) == 1 and
                         list(s.values()) == [{name: 2}] for s in seen), seen
     assert sorted(usage(rpc, r)[name] for r in roots) == [0, 2]
+
+
+def test_candidates_answer_in_the_contracts_shape(rpc):
+    name = slot_class(rpc)
+    root = hosts(rpc, name, 1, 4)[0]
+    answer = rpc.get_allocation_candidates(request=wanting(name, 3))
+    assert answer['status'] == 200
+    assert one(answer) == {
+        'status': 200, 'root_uuid': root, 'allocations': {root: {name: 3}},
+        'mappings': {'0': [root]},
+        'providers': {root: {'capacity': {name: 4}, 'used': {name: 0},
+                             'traits': []}}}
+    nothing = rpc.get_allocation_candidates(request=wanting(name, 5))
+    assert (nothing['status'], nothing['items']) == (200, [])
+    bad = rpc.get_allocation_candidates(request={'groups': []})
+    assert (bad['status'], bad['code']) == (400, 'invalid_request')
+    assert 'request.groups' in bad['detail']
+
+
+def test_idempotent_repeat_answers_where_the_first_claim_placed(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 2, 1)
+    consumer, key = str(uuid.uuid4()), str(uuid.uuid4())
+    first = claim(rpc, consumer, wanting(name), idempotency_key=key)
+    assert first['status'] == 200, first
+    # Both slots are now taken or free in ways a fresh search would
+    # answer differently; the repeat answers the first answer.
+    assert claim(rpc, str(uuid.uuid4()), wanting(name))['status'] == 200
+    assert claim(rpc, consumer, wanting(name), idempotency_key=key) == first
+    reused = claim(rpc, consumer, wanting(name, 2), idempotency_key=key)
+    assert_fault(reused, 409, 'idempotency.key_reused')
+
+
+def test_atomic_claims_commit_together_or_not_at_all(rpc):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 2, 1)
+    consumers = [str(uuid.uuid4()) for _ in range(3)]
+    answer = rpc.claim(atomic=True, items=[
+        claim_item(c, wanting(name)) for c in consumers])
+    assert answer['status'] == 207
+    assert [i.get('code') for i in answer['items']] == [
+        'batch.aborted', 'batch.aborted', 'capacity.exceeded']
+    assert all(usage(rpc, r) == {name: 0} for r in roots)
+    answer = rpc.claim(atomic=True, items=[
+        claim_item(c, wanting(name)) for c in consumers[:2]])
+    assert answer['status'] == 200, answer
+    assert {i['root_uuid'] for i in answer['items']} == set(roots)
