@@ -43,7 +43,6 @@ from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
 
@@ -184,14 +183,6 @@ def _place(conn, context, claim):
         return answered
     if answered is not None:
         return answered, []
-    if not candidates:
-        classes = lookup.requested_classes(claim.wanted)
-        unknown = classes - set(db_classes.ids_by_name(conn, classes))
-        if unknown:
-            return codes.Fault(
-                codes.RESOURCE_CLASS_NOT_FOUND,
-                'items[%d].request: No such resource class %s'
-                % (request.index, ', '.join(sorted(unknown))))
     found = len(candidates)
     candidates = [c for c in candidates
                   if c['root_uuid'] not in claim.exclude_roots]
@@ -241,7 +232,13 @@ def _search(conn, context, claim):
         # Replayed: claims remember where they placed (see _placed).
         savepoint.rollback()
         return answer, None
-    candidates = lookup.find(conn, claim.wanted)
+    try:
+        candidates = lookup.find(conn, claim.wanted)
+    except codes.Fault as fault:
+        # An unknown class or trait: the item's 400.
+        savepoint.rollback()
+        return codes.Fault(fault.code, 'items[%d].request: %s'
+                           % (claim.request.index, fault.detail)), None
     savepoint.rollback()
     return None, candidates
 

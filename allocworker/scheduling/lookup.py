@@ -36,34 +36,21 @@ def parse(raw, where=None):
         raise codes.Fault(fault.code, '%s.%s' % (where, fault.detail))
 
 
-def requested_classes(wanted):
-    """Every resource class a parsed request's groups name."""
-    return {name for group in wanted.groups for name in group.resources}
-
-
-# -- interim: until candidates.find lands ---------------------------------
-# The unnumbered group only, through the shim's candidate search; replaced
-# by candidates.find (one rule, one place).
-
 def find(conn, wanted, limit=None):
-    group = wanted.groups[0]
-    found, = scheduling_candidates.allocation_candidates(
-        None, group.resources, group.required, group.forbidden,
-        group.member_of, group.in_tree, limit)
-    summaries = found['provider_summaries']
-    result = []
-    for allocations in found['allocation_requests']:
-        roots = [summaries[u]['root_uuid'] for u in sorted(allocations)
-                 if 'MISC_SHARES_VIA_AGGREGATE' not in
-                 summaries[u]['traits']]
-        result.append({
-            'root_uuid': roots[0],
-            'allocations': allocations,
-            'mappings': {'0': sorted(allocations)},
-            'providers': {u: {
-                'capacity': {n: r['capacity'] for n, r in
-                             summaries[u]['resources'].items()},
-                'used': {n: r['used'] for n, r in
-                         summaries[u]['resources'].items()},
-                'traits': summaries[u]['traits']} for u in allocations}})
-    return result
+    """The candidates of ``wanted`` read in ``conn``, each in the
+    contract's shape; its summaries name the providers it allocates
+    from."""
+    found = scheduling_candidates.find(wanted, limit, conn=conn)
+    return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
+             'mappings': c.mappings,
+             'providers': {uuid: _summary(found.providers[uuid])
+                           for uuid in c.allocations}}
+            for c in found.candidates]
+
+
+def _summary(summary):
+    return {'capacity': {name: r['capacity']
+                         for name, r in summary.resources.items()},
+            'used': {name: r['used']
+                     for name, r in summary.resources.items()},
+            'traits': list(summary.traits)}
