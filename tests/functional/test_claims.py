@@ -379,3 +379,60 @@ def test_manage_candidates_shows_where_a_request_fits(rpc, scratch,
     refused = services.manage(config, 'candidates', '--request', '{}',
                               check=False)
     assert refused.returncode == 1 and 'groups' in refused.stderr
+
+
+def _decorate(uuid_, generation, traits=(), aggregates=()):
+    """Traits and aggregates through the service layer (no RPC call sets
+    them; the REST shim does)."""
+    from allocworker.providers import aggregates as provider_aggregates
+    from allocworker.providers import traits as provider_traits
+    if traits:
+        item, = provider_traits.set_provider_traits(None, uuid_, generation,
+                                                    list(traits))
+        assert item['status'] == 200, item
+        generation = item['generation']
+    if aggregates:
+        item, = provider_aggregates.set_provider_aggregates(
+            None, uuid_, generation, list(aggregates))
+        assert item['status'] == 200, item
+
+
+@pytest.mark.usefixtures('service_layer')
+def test_numbered_groups_isolate_sharing_disk_and_a_trait(rpc):
+    from allocworker.providers import traits as provider_traits
+    cpu, vf, disk = slot_class(rpc), slot_class(rpc), slot_class(rpc)
+    physnet = 'CUSTOM_PHYSNET_%s' % uuid.uuid4().hex[:8].upper()
+    assert provider_traits.create_trait(None, physnet)[0]['status'] == 200
+    aggregate = str(uuid.uuid4())
+    trees = []
+    for with_trait in (True, False):
+        root, gen = provider(rpc, {cpu: {'total': 8}})
+        _decorate(root, gen, aggregates=[aggregate])
+        nic1, gen = provider(rpc, {vf: {'total': 4}}, parent=root)
+        _decorate(nic1, gen, traits=[physnet] if with_trait else [])
+        nic2, _ = provider(rpc, {vf: {'total': 4}}, parent=root)
+        trees.append((root, nic1, nic2))
+    pool, gen = provider(rpc, {disk: {'total': 100}})
+    _decorate(pool, gen, traits=['MISC_SHARES_VIA_AGGREGATE'],
+              aggregates=[aggregate])
+    request = {'groups': [{'resources': {cpu: 2, disk: 10}},
+                          {'resources': {vf: 1}, 'required': [physnet]},
+                          {'resources': {vf: 1}}],
+               'group_policy': 'isolate'}
+    (root, nic1, nic2), other = trees
+    placed = claim(rpc, str(uuid.uuid4()), request)
+    assert placed['status'] == 200, placed
+    assert placed['root_uuid'] == root
+    assert placed['allocations'] == {root: {cpu: 2}, pool: {disk: 10},
+                                     nic1: {vf: 1}, nic2: {vf: 1}}
+    assert usage(rpc, pool) == {disk: 10}
+    # Only the first tree has the trait: excluding it leaves nothing.
+    refused = claim(rpc, str(uuid.uuid4()), request, exclude_roots=[root])
+    assert_fault(refused, 409, 'capacity.exceeded')
+    plain = dict(request, groups=[request['groups'][0],
+                                  {'resources': {vf: 1}},
+                                  {'resources': {vf: 1}}])
+    placed = claim(rpc, str(uuid.uuid4()), plain, exclude_roots=[root])
+    assert placed['root_uuid'] == other[0], placed
+    assert set(placed['allocations']) == {other[0], pool, other[1],
+                                          other[2]}
