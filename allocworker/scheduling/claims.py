@@ -159,11 +159,11 @@ def _guarded(context, claims, changes):
 
 def _transaction(context, claims):
     with db.writer() as conn:
-        db_allocations.lock_consumers(
+        existing = db_allocations.lock_consumers(
             conn, [c.request.consumer_uuid for c in claims])
         results, changes, faults = {}, [], {}
         for c in claims:
-            placed = _place(conn, context, c)
+            placed = _place(conn, context, c, existing)
             if isinstance(placed, codes.Fault):
                 faults[c.request.index] = placed
             else:
@@ -174,11 +174,11 @@ def _transaction(context, claims):
         return results, changes
 
 
-def _place(conn, context, claim):
+def _place(conn, context, claim, existing):
     """(answer, notification payloads) of the first candidate that fits,
     or the claim's Fault."""
     request = claim.request
-    answered, candidates = _search(conn, context, claim)
+    answered, candidates = _search(conn, context, claim, existing)
     if isinstance(answered, codes.Fault):
         return answered
     if answered is not None:
@@ -216,10 +216,17 @@ def _place(conn, context, claim):
         % (request.index, found, excluded, len(faults)))
 
 
-def _search(conn, context, claim):
+def _search(conn, context, claim, existing):
     """(Fault, None) when allocate's rules refuse the consumer, (answer,
     None) for a repeat of an answered idempotency key, else (None,
     candidates) found as if the consumer's allocations were released."""
+    request = claim.request
+    if request.consumer_uuid not in existing and not any((
+            request.generation is not None, request.idempotency_key,
+            request.group_uuid)):
+        # A new consumer, as its item says, with nothing to release or
+        # replay and no group to find: nothing for the release to judge.
+        return _found(conn, claim)
     savepoint = conn.begin_nested()
     try:
         released, _changes = writes.write_in(conn, context, [claim.request],
@@ -232,15 +239,18 @@ def _search(conn, context, claim):
         # Replayed: claims remember where they placed (see _placed).
         savepoint.rollback()
         return answer, None
+    found = _found(conn, claim)
+    savepoint.rollback()
+    return found
+
+
+def _found(conn, claim):
     try:
-        candidates = lookup.find(conn, claim.wanted)
+        return None, lookup.find(conn, claim.wanted)
     except codes.Fault as fault:
         # An unknown class or trait: the item's 400.
-        savepoint.rollback()
         return codes.Fault(fault.code, 'items[%d].request: %s'
                            % (claim.request.index, fault.detail)), None
-    savepoint.rollback()
-    return None, candidates
 
 
 def _keeping_policies(conn, request, candidates, ids):
