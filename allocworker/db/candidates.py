@@ -213,15 +213,17 @@ def nodes_by_uuid(conn, uuids):
 
 
 def traits(conn, provider_ids):
-    """{provider id: {trait name}}."""
-    found = collections.defaultdict(set)
+    """{provider id: [trait names]}."""
+    found = collections.defaultdict(list)
     if not provider_ids:
         return found
+    # In trait id order, as Placement lists them (standard traits first).
     rows = conn.execute(sa.select(_pt.c.provider_id, _t.c.name)
                         .join(_t, _t.c.id == _pt.c.trait_id)
-                        .where(_pt.c.provider_id.in_(sorted(provider_ids))))
+                        .where(_pt.c.provider_id.in_(sorted(provider_ids)))
+                        .order_by(_t.c.id))
     for provider_id, name in rows:
-        found[provider_id].add(name)
+        found[provider_id].append(name)
     return found
 
 
@@ -270,11 +272,12 @@ def sharing_anchors(conn, root_id, sharing_trait):
 
 def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
                        uuid=None):
-    """Ids of providers that meet ``filters`` themselves, have room for
+    """Uuids of providers that meet ``filters`` themselves, have room for
     every (class id, amount) of ``resources``, and are in the tree of root
     id ``in_tree`` when given (Placement's provider list filters)."""
-    query = sa.select(_p.c.id).where(*trait_clauses(_p.c.id, filters),
-                                     *aggregate_clauses(_p.c.id, filters))
+    query = sa.select(_p.c.uuid).where(
+        *trait_clauses(_p.c.id, filters),
+        *aggregate_clauses(_p.c.id, filters))
     if in_tree is not None:
         query = query.where(_p.c.root_provider_id == in_tree)
     if name is not None:

@@ -13,9 +13,10 @@ Interface
 ``Candidate``: ``root_uuid`` (the tree the candidate is anchored in),
     ``allocations`` {provider uuid: {class: amount}}, ``mappings``
     {group label: [provider uuids]}.
-``providers``: {uuid: ``Summary(uuid, parent_uuid, root_uuid, resources
-    {class: {"capacity", "used"}}, traits [sorted])}`` for every provider
-    of every tree a candidate allocates from.
+``providers``: {uuid: ``Summary(uuid, parent_uuid, root_uuid,
+    resources {class: {"capacity", "used"}}, traits [in trait id
+    order])}`` for every provider of every tree a candidate allocates
+    from.
 ``allocation_candidates(context, request, limit=None, nested=True)``:
     the policy check, then ``find`` with ``[api]
     randomize_allocation_candidates``.
@@ -137,7 +138,7 @@ def _summaries(conn, found, nested):
         {name: {'capacity': int(capacity.capacity(inventory)),
                 'used': used_}
          for name, (inventory, used_) in inventories[pid].items()},
-        sorted(traits[pid])) for pid, node in nodes.items()}
+        list(traits[pid])) for pid, node in nodes.items()}
 
 
 def _trait_ids(conn, request):

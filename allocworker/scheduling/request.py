@@ -39,9 +39,8 @@ Placement 1.36+); ``required`` (frozenset, all needed), ``any_traits``
 aggregate of each), ``forbidden_aggregates`` (frozenset); ``in_tree``
 (provider uuid or None).
 
-The value mini-languages (``resources_value``, ``traits_value``,
-``member_of_value``, ``in_tree_value``) serve the provider search
-filters as well.
+``provider_filters(params, minor)`` -> ``Group``: the same syntax as
+the filters of Placement's ``GET /resource_providers``.
 """
 
 import collections
@@ -269,7 +268,15 @@ def parse_query(params, minor):
                    root_required, root_forbidden), limit
 
 
-def _query_group(label, values, minor):
+def provider_filters(params, minor):
+    """The filters of Placement's ``GET /resource_providers``
+    (``resources``, ``required``, ``member_of``, ``in_tree``) as one
+    single-provider Group labelled ``""``."""
+    return _query_group('', {k: v for k, v in params.items()
+                             if k in _PREFIXES}, minor, single=True)
+
+
+def _query_group(label, values, minor, single=None):
     resources = {}
     if 'resources' in values:
         resources = resources_value(values['resources'][-1])
@@ -286,8 +293,9 @@ def _query_group(label, values, minor):
     in_tree = None
     if 'in_tree' in values:
         in_tree = in_tree_value(values['in_tree'][-1])
-    return group(label, label != '', resources, required, any_traits,
-                 forbidden, member_of, forbidden_aggs, in_tree)
+    return group(label, label != '' if single is None else single,
+                 resources, required, any_traits, forbidden, member_of,
+                 forbidden_aggs, in_tree)
 
 
 def _check_groups(groups, subtrees, minor):
