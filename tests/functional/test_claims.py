@@ -7,7 +7,6 @@ of other tests sharing the database never match.
 """
 
 import collections
-from concurrent import futures
 import json
 import os
 import subprocess
@@ -19,22 +18,9 @@ from hypothesis import strategies as st
 import pytest
 
 from tests.functional import services
-from tests.functional.helpers import assert_fault, one, provider, usage
+from tests.functional.helpers import (assert_fault, in_parallel, one,
+                                      provider, usage)
 from tests.functional.test_api import Http
-
-CLIENTS = 16
-
-
-def _in_parallel(fn, jobs, clients=CLIENTS):
-    start = threading.Barrier(min(clients, len(jobs)))
-
-    def run(job):
-        if len(jobs) <= clients:
-            start.wait()
-        return fn(job)
-
-    with futures.ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(run, jobs))
 
 
 def slot_class(rpc):
@@ -75,8 +61,8 @@ def test_boot_storm_fills_every_slot_without_a_conflict(rpc):
     name = slot_class(rpc)
     roots = hosts(rpc, name, 16, 4)
     consumers = [str(uuid.uuid4()) for _ in range(64)]
-    results = _in_parallel(lambda c: claim(rpc, c, wanting(name)),
-                           consumers, clients=64)
+    results = in_parallel(lambda c: claim(rpc, c, wanting(name)),
+                          consumers, clients=64)
     assert [r['status'] for r in results] == [200] * 64, [
         r for r in results if r['status'] != 200]
     for r in results:
@@ -125,7 +111,7 @@ def test_anti_affinity_storm_lands_on_distinct_roots(rpc):
     roots = hosts(rpc, name, 16, 2)
     group = _group(rpc, 'anti-affinity', max_per_root=1)
     consumers = [str(uuid.uuid4()) for _ in range(16)]
-    results = _in_parallel(
+    results = in_parallel(
         lambda c: claim(rpc, c, wanting(name), group_uuid=group), consumers)
     assert [r['status'] for r in results] == [200] * 16, results
     assert sorted(r['root_uuid'] for r in results) == sorted(roots)
@@ -139,7 +125,7 @@ def test_affinity_claims_share_one_root_while_it_has_room(rpc):
     name = slot_class(rpc)
     hosts(rpc, name, 4, 4)
     group = _group(rpc, 'affinity')
-    results = _in_parallel(
+    results = in_parallel(
         lambda c: claim(rpc, c, wanting(name), group_uuid=group),
         [str(uuid.uuid4()) for _ in range(4)])
     assert [r['status'] for r in results] == [200] * 4, results
