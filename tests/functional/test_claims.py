@@ -8,8 +8,6 @@ of other tests sharing the database never match.
 
 import collections
 import json
-import os
-import subprocess
 import threading
 import uuid
 
@@ -17,10 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import pytest
 
-from tests.functional import services
 from tests.functional.helpers import (assert_fault, in_parallel, one,
                                       provider, usage)
-from tests.functional.test_api import Http
 
 
 def slot_class(rpc):
@@ -313,58 +309,6 @@ def test_bad_claims_get_400_items_and_write_nothing(rpc, bad_request_host,
     assert usage(rpc, host)[name] == before + 1
     if path != ('consumer_uuid',):
         assert held(rpc, bad['consumer_uuid']) is None
-
-
-def test_claim_through_the_http_mirror(rpc, database, scratch):
-    name = slot_class(rpc)
-    root = hosts(rpc, name, 1, 2)[0]
-    port = services.free_port()
-    config = services.write_config(
-        '%s/api.conf' % scratch, database, 'unused',
-        extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
-    server = subprocess.Popen(
-        [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
-         config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        http = Http(port)
-        services.wait_for_http(http.base)
-        consumer = str(uuid.uuid4())
-        status, answer = http.call('claim', items=[
-            claim_item(consumer, wanting(name, 2))])
-        assert (status, answer['status']) == (200, 200), answer
-        assert one(answer)['root_uuid'] == root
-        status, answer = http.call('claim', items=[
-            claim_item(str(uuid.uuid4()), wanting(name))])
-        assert status == 207
-        assert_fault(one(answer), 409, 'capacity.exceeded')
-        status, answer = http.call('get_allocation_candidates',
-                                   request=wanting(name))
-        assert (status, answer['items']) == (200, [])
-    finally:
-        server.terminate()
-        server.wait(30)
-    assert held(rpc, consumer) == {root: {name: 2}}
-
-
-def test_manage_candidates_shows_where_a_request_fits(rpc, scratch,
-                                                      database):
-    name = slot_class(rpc)
-    root = hosts(rpc, name, 1, 4)[0]
-    config = services.write_config('%s/manage.conf' % scratch, database,
-                                   'unused')
-    table = services.manage(config, 'candidates', '--resources',
-                            '%s:3' % name).stdout
-    header, _rule, row = table.splitlines()
-    assert header.split() == ['candidate', 'root_uuid', 'provider',
-                              'resources', 'used', 'capacity']
-    assert row.split()[:3] == ['1', root, root]
-    found = json.loads(services.manage(
-        config, 'candidates', '--format', 'json', '--request',
-        json.dumps(wanting(name, 3))).stdout)
-    assert [c['allocations'] for c in found] == [{root: {name: 3}}]
-    refused = services.manage(config, 'candidates', '--request', '{}',
-                              check=False)
-    assert refused.returncode == 1 and 'groups' in refused.stderr
 
 
 def _decorate(uuid_, generation, traits=(), aggregates=()):
