@@ -4,9 +4,11 @@
 requested classes first, ``pack`` the one with the least. Classes are
 counted in their own units, so each class's free amount is scaled by the
 largest among the candidates before the classes are added up (as Nova's
-weighers normalize). Equal scores are ordered by a hash of the consumer
-and the root: each consumer sees its own order, so concurrent claims
-facing equal hosts spread over them instead of queueing on one.
+weighers normalize). Scores are compared to within ``SCORE_STEP`` (1% of
+the largest candidate's free capacity of a class): equal ones are ordered
+by a hash of the consumer and the root, so each consumer sees its own
+order, and concurrent claims facing (nearly) equal hosts spread over them
+instead of queueing on one.
 
 A consumer's hard group policies filter the candidates before any is
 tried: ``broken_group`` asks the same rule the allocation transaction
@@ -21,6 +23,7 @@ from allocworker.groups import affinity
 SPREAD = 'spread'
 PACK = 'pack'
 STRATEGIES = (SPREAD, PACK)
+SCORE_STEP = 0.01
 
 
 def free_capacity(candidate):
@@ -54,7 +57,7 @@ def ordered(candidates, strategy, consumer_uuid):
 
     sign = -1 if strategy == SPREAD else 1
     keyed = sorted(
-        (sign * round(score(free), 9),
+        (sign * round(score(free) / SCORE_STEP),
          _tie_break(consumer_uuid, candidate['root_uuid']), index)
         for index, (candidate, free) in enumerate(zip(candidates, frees)))
     return [candidates[index] for _score, _tie, index in keyed]

@@ -67,3 +67,13 @@ def test_affinity_keeps_members_on_their_root():
     assert choosing.broken_group([aff], 'me', {8}) is aff
     alone = group(affinity.AFFINITY, {'me': {7}, 'm1': set()})
     assert choosing.broken_group([alone], 'me', {8}) is None
+
+
+def test_hosts_within_a_step_of_each_other_count_as_equal():
+    found = [candidate('root-%d' % n, 1000 - n, total=1000)
+             for n in range(5)]
+    firsts = {roots(choosing.ordered(found, 'spread', str(uuid.uuid4())))[0]
+              for _ in range(100)}
+    assert len(firsts) == 5
+    found.append(candidate('empty', 10, total=1000))
+    assert roots(choosing.ordered(found, 'pack', 'x'))[0] == 'empty'
