@@ -92,6 +92,19 @@ def reader():
 
 
 @contextlib.contextmanager
+def snapshot():
+    """One read transaction whose statements all see the same snapshot:
+    REPEATABLE READ for this transaction on PostgreSQL and MySQL (whose
+    default here is READ COMMITTED, where each statement sees the latest
+    commits)."""
+    with _get_facade().reader.connection.using(_Scope()) as conn:
+        if conn.dialect.name in ('postgresql', 'mysql'):
+            conn.exec_driver_sql(
+                'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        yield conn
+
+
+@contextlib.contextmanager
 def writer():
     """One write transaction; yields its connection."""
     with _get_facade().writer.connection.using(_Scope()) as conn:

@@ -20,7 +20,7 @@ def get_allocation_candidates(context, request, limit=1000):
     validation.integer(limit, 'limit', minimum=1)
     policy.check(context, 'get_allocation_candidates',
                  'allocation candidates')
-    with db.reader() as conn:
+    with db.snapshot() as conn:
         found = find(conn, wanted, limit)
     return [dict(candidate, status=200) for candidate in found]
 

@@ -366,3 +366,19 @@ def test_numbered_groups_isolate_sharing_disk_and_a_trait(rpc):
     assert placed['root_uuid'] == other[0], placed
     assert set(placed['allocations']) == {other[0], pool, other[1],
                                           other[2]}
+
+
+@pytest.mark.usefixtures('service_layer')
+def test_candidates_are_read_in_one_snapshot(rpc, backend):
+    from allocworker.db import api as db
+    from allocworker.db import providers as db_providers
+    if backend == 'sqlite':
+        pytest.skip('SQLite has one writer; its reads are not interleaved')
+    name = slot_class(rpc)
+    first = hosts(rpc, name, 1, 1)[0]
+    with db.snapshot() as conn:
+        assert set(db_providers.ids_by_uuid(conn, [first])) == {first}
+        later = hosts(rpc, name, 1, 1)[0]
+        assert db_providers.ids_by_uuid(conn, [later]) == {}
+    with db.snapshot() as conn:
+        assert set(db_providers.ids_by_uuid(conn, [later])) == {later}
