@@ -96,9 +96,9 @@ def snapshot():
     """One read transaction whose statements all see the same snapshot:
     REPEATABLE READ for this transaction on PostgreSQL and MySQL (whose
     default here is READ COMMITTED, where each statement sees the latest
-    commits)."""
+    commits). SQLite's reader transaction is one WAL snapshot already."""
     with _get_facade().reader.connection.using(_Scope()) as conn:
-        if conn.dialect.name in ('postgresql', 'mysql'):
+        if conn.dialect.name != 'sqlite':
             conn.exec_driver_sql(
                 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
         yield conn

@@ -369,11 +369,9 @@ def test_numbered_groups_isolate_sharing_disk_and_a_trait(rpc):
 
 
 @pytest.mark.usefixtures('service_layer')
-def test_candidates_are_read_in_one_snapshot(rpc, backend):
+def test_candidates_are_read_in_one_snapshot(rpc):
     from allocworker.db import api as db
     from allocworker.db import providers as db_providers
-    if backend == 'sqlite':
-        pytest.skip('SQLite has one writer; its reads are not interleaved')
     name = slot_class(rpc)
     first = hosts(rpc, name, 1, 1)[0]
     with db.snapshot() as conn:
