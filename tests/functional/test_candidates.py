@@ -129,8 +129,8 @@ def test_traits_any_of_and_forbidden_per_group():
     either = find(groups=[{'resources': {cls: 1}},
                           {'resources': {cls: 1},
                            'required': ['in:%s,%s' % (gold, silver)]}])
-    assert {tuple(c.mappings['1']) for c in either.candidates} == {(n0,),
-                                                                  (n1,)}
+    chosen = {tuple(c.mappings['1']) for c in either.candidates}
+    assert chosen == {(n0,), (n1,)}
     not_gold = find(groups=[{'resources': {cls: 1}, 'required': ['!' + gold]}])
     assert {tuple(c.mappings['0']) for c in not_gold.candidates} == {(n1,)}
 
