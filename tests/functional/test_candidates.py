@@ -227,3 +227,16 @@ def test_malformed_requests_are_400s_naming_the_field(groups):
     except codes.Fault as fault:
         assert fault.code.status == 400
         assert 'request.groups' in fault.detail
+
+
+def test_randomized_search_finds_the_same_candidates_in_some_order():
+    cls = custom()
+    hosts = {provider({cls: 1}) for _ in range(6)}
+    request = request_syntax.parse_request(
+        {'groups': [{'resources': {cls: 1}}]})
+    every = candidates.find(request, randomize=True)
+    assert {c.root_uuid for c in every.candidates} == hosts
+    assert len(every.candidates) == 6
+    some = candidates.find(request, limit=3, randomize=True)
+    assert len({c.root_uuid for c in some.candidates}) == 3
+    assert {c.root_uuid for c in some.candidates} <= hosts
