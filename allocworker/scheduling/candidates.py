@@ -105,7 +105,9 @@ def _find(conn, request, limit, randomize, nested):
     found, seen = [], set()
     for chunk in _slices(conn, request, trait_ids, allowed, randomize):
         found.extend(search.slice(
-            chunk, seen, None if limit is None else limit - len(found)))
+            chunk, seen, None if limit is None else limit - len(found),
+            every_root=allowed is None and not (
+                request.root_required or request.root_forbidden)))
         if limit is not None and len(found) >= limit:
             break
     if randomize:

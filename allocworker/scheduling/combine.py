@@ -30,12 +30,13 @@ class Search(object):
             not p.group.single_provider and
             (p.group.required or p.group.any_traits) for p in plans)
 
-    def slice(self, chunk, seen, want):
+    def slice(self, chunk, seen, want, every_root=False):
         """Up to ``want`` new candidates (not in ``seen``, which grows)
-        anchored at the root ids of ``chunk``, in root order."""
+        anchored at the root ids of ``chunk``, in root order.
+        ``every_root``: the chunk holds every root between its first and
+        last, so the queries can ask for that range."""
         members = set(chunk)
-        dense = chunk[-1] - chunk[0] < 2 * len(chunk)
-        roots = (chunk[0], chunk[-1]) if dense else members
+        roots = (chunk[0], chunk[-1]) if every_root else members
         found = []
         for plan in self.plans:
             found.append(self._group_rows(plan, roots, members))
