@@ -1,6 +1,6 @@
 """The clients of the scheduling calls: the rpcapi library (1.3 and its
 version cap), the HTTP mirror ``POST /v1/claim``, and
-``allocworker-manage candidates``. What they reach is the same service
+``allocworker-manage candidates``; and who may claim. What they reach is the same service
 layer on every backend, so one backend is enough here."""
 
 import json
@@ -9,6 +9,7 @@ import subprocess
 import uuid
 
 import oslo_messaging as messaging
+import pytest
 
 from allocworker import rpcapi
 from tests.functional import services
@@ -95,3 +96,39 @@ def test_manage_candidates_shows_where_a_request_fits(rpc, scratch,
     refused = services.manage(config, 'candidates', '--request', '{}',
                               check=False)
     assert refused.returncode == 1 and 'groups' in refused.stderr
+
+
+def _caller(roles, project):
+    return {'request_id': 'req-%s' % uuid.uuid4(), 'roles': roles,
+            'project_id': project, 'user_id': 'user-%s' % project}
+
+
+@pytest.mark.parametrize('roles, project, status', [
+    (['admin'], 'ops', 200), (['service'], 'services', 200),
+    (['member'], 'project-a', 200), (['member'], 'project-b', 403)])
+def test_claim_policy_follows_the_items_project(rpc, roles, project, status):
+    name = slot_class(rpc)
+    hosts(rpc, name, 1, 4)
+    consumer = str(uuid.uuid4())
+    item = one(rpc.call('claim', context=_caller(roles, project), items=[
+        dict(claim_item(consumer, wanting(name)), project_id='project-a')]))
+    assert item['status'] == status, item
+    assert (held(rpc, consumer) is not None) == (status == 200)
+    found = rpc.call('get_allocation_candidates',
+                     context=_caller(roles, project), request=wanting(name))
+    assert found['status'] == 200 and len(found['items']) == 1
+
+
+def test_a_stranger_cannot_claim_another_projects_consumer(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 1, 4)
+    consumer = str(uuid.uuid4())
+    first = one(rpc.claim(items=[dict(claim_item(consumer, wanting(name)),
+                                      project_id='project-a')]))
+    taken = one(rpc.call('claim', context=_caller(['member'], 'project-b'),
+                         items=[dict(claim_item(
+                             consumer, wanting(name),
+                             first['consumer_generation']),
+                             project_id='project-b')]))
+    assert_fault(taken, 403, 'forbidden')
+    assert held(rpc, consumer) == first['allocations']
