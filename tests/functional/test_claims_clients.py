@@ -1,6 +1,6 @@
 """The clients of the scheduling calls: the rpcapi library (1.3 and its
-version cap), the HTTP mirror ``POST /v1/claim``, and
-``allocworker-manage candidates``; and who may claim. What they reach is the same service
+version cap), the HTTP mirror ``POST /v1/claim``, ``allocworker-manage
+candidates``, and who may claim. What they reach is the same service
 layer on every backend, so one backend is enough here."""
 
 import json
