@@ -18,6 +18,13 @@ import pytest
 from tests.functional.helpers import (assert_fault, in_parallel, one,
                                       provider, usage)
 
+# The storms send 64 claims at once; 3 worker processes of 5 + 10 pooled
+# connections queue them instead of crowding a shared database server.
+WORKER_CONFIG = """
+[database]
+max_overflow = 10
+"""
+
 
 def slot_class(rpc):
     name = 'CUSTOM_SLOT_%s' % uuid.uuid4().hex[:12].upper()
