@@ -11,8 +11,9 @@ order, and concurrent claims facing (nearly) equal hosts spread over them
 instead of queueing on one.
 
 A consumer's hard group policies filter the candidates before any is
-tried: ``broken_group`` asks the same rule the allocation transaction
-judges with (``groups.affinity.breakers``).
+tried, and candidates that keep its soft policies are tried before those
+that bend them: ``broken_group`` asks the same rule the allocation
+transaction judges with (``groups.affinity.breakers``).
 """
 
 import collections
@@ -63,12 +64,12 @@ def ordered(candidates, strategy, consumer_uuid):
     return [candidates[index] for _score, _tie, index in keyed]
 
 
-HardGroup = collections.namedtuple('HardGroup', ['uuid', 'policy',
-                                                 'max_per_root', 'members'])
+PolicyGroup = collections.namedtuple(
+    'PolicyGroup', ['uuid', 'policy', 'max_per_root', 'members'])
 
 
 def broken_group(groups, consumer_uuid, roots):
-    """The first of ``groups`` (HardGroup, ``members`` {uuid: {root}})
+    """The first of ``groups`` (PolicyGroup, ``members`` {uuid: {root}})
     whose policy the consumer breaks by holding allocations under
     ``roots`` (replacing what it holds now), or None."""
     for group in groups:

@@ -189,11 +189,13 @@ def _place(conn, context, claim, existing):
     excluded = found - len(candidates)
     ids = db_providers.ids_by_uuid(
         conn, {u for c in candidates for u in c['allocations']})
-    candidates, blocking = _keeping_policies(conn, request, candidates, ids)
-    if blocking is not None and not candidates:
+    keeping, bending, blocking = _keeping_policies(conn, request,
+                                                   candidates, ids)
+    if blocking is not None and not keeping and not bending:
         return _ruled_out(request, blocking, found - excluded)
-    ordered = choosing.ordered(candidates, claim.strategy,
-                               request.consumer_uuid)
+    # A soft policy never refuses, but is kept whenever a candidate can.
+    ordered = [c for part in (keeping, bending) for c in choosing.ordered(
+        part, claim.strategy, request.consumer_uuid)]
     faults, waiting = [], []
     for wait, tries in ((False, ordered), (True, waiting)):
         for candidate in tries:
@@ -254,27 +256,32 @@ def _found(conn, claim):
 
 
 def _keeping_policies(conn, request, candidates, ids):
-    """(the candidates whose roots keep the consumer's hard group
-    policies, the group that ruled out the first one dropped)."""
-    groups = _hard_groups(conn, request)
+    """(the candidates whose roots keep every policy of the consumer's
+    groups, those that bend only soft ones, the hard group that ruled out
+    the first candidate dropped)."""
+    groups = _groups(conn, request)
     if not groups:
-        return candidates, None
+        return candidates, [], None
+    hard = [g for g in groups if g.policy in affinity.HARD]
+    soft = [g for g in groups if g.policy not in affinity.HARD]
     root_of = db_providers.roots_of(conn, set(ids.values()))
-    kept, blocking = [], None
+    kept, bending, blocking = [], [], None
     for candidate in candidates:
         roots = {root_of[ids[u]] for u in candidate['allocations']
                  if u in ids}
-        broken = choosing.broken_group(groups, request.consumer_uuid, roots)
+        broken = choosing.broken_group(hard, request.consumer_uuid, roots)
         if broken is None:
-            kept.append(candidate)
+            bends = choosing.broken_group(soft, request.consumer_uuid,
+                                          roots)
+            (kept if bends is None else bending).append(candidate)
         elif blocking is None:
             blocking = broken
-    return kept, blocking
+    return kept, bending, blocking
 
 
-def _hard_groups(conn, request):
-    """The consumer's groups and the one it joins that have a hard
-    policy, locked, with their members' roots."""
+def _groups(conn, request):
+    """The consumer's groups and the one it joins, locked, with their
+    members' roots."""
     ids = set(db_groups.group_ids_of(conn, [request.consumer_uuid]).get(
         request.consumer_uuid, ()))
     if request.group_uuid:
@@ -284,10 +291,9 @@ def _hard_groups(conn, request):
         return []
     locked = db_groups.lock(conn, ids)
     members = db_groups.member_roots(conn, ids)
-    return [choosing.HardGroup(g.uuid, g.policy, g.max_per_root,
-                               members[gid])
-            for gid, g in sorted(locked.items())
-            if g.policy in affinity.HARD]
+    return [choosing.PolicyGroup(g.uuid, g.policy, g.max_per_root,
+                                 members[gid])
+            for gid, g in sorted(locked.items())]
 
 
 def _ruled_out(request, group, fitting):

@@ -137,6 +137,21 @@ def test_affinity_claims_share_one_root_while_it_has_room(rpc):
     assert_fault(full, 409, 'group.policy_violation')
 
 
+def test_soft_anti_affinity_spreads_even_when_packing(rpc):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 4, 4)
+    group = _group(rpc, 'soft-anti-affinity')
+    results = in_parallel(
+        lambda c: claim(rpc, c, wanting(name), group_uuid=group,
+                        strategy='pack'),
+        [str(uuid.uuid4()) for _ in range(5)])
+    assert [r['status'] for r in results] == [200] * 5, results
+    assert set(r['root_uuid'] for r in results) == set(roots)
+    # The fifth could only bend the policy: placed, with the warning.
+    assert [r.get('warnings') for r in results].count(
+        ['group.soft_policy']) == 1
+
+
 def test_resize_releases_and_replaces_in_one_transaction(rpc):
     name = slot_class(rpc)
     here, there = hosts(rpc, name, 2, 4)

@@ -50,7 +50,7 @@ def test_ties_are_broken_per_consumer():
 
 
 def group(policy, members, max_per_root=None):
-    return choosing.HardGroup('g', policy, max_per_root, members)
+    return choosing.PolicyGroup('g', policy, max_per_root, members)
 
 
 def test_anti_affinity_rules_out_roots_at_max_per_root():
