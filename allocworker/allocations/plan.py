@@ -76,9 +76,13 @@ class Plan(object):
                 and r.index not in self.replayed]
 
     def check(self):
-        self._replay_keys()
         self._resolve_names()
         self._lock_consumers()
+        # Keys are looked up after the consumers are locked: a concurrent
+        # writer of the same keyed item that committed before the lock
+        # is then seen by both reads, or by the key lookup alone, and
+        # the item is replayed rather than judged against its result.
+        self._replay_keys()
         self._lock_groups()
         self._lock_providers()
         self._judge()
@@ -101,11 +105,12 @@ class Plan(object):
                 continue
             if seen.request_hash == r.digest:
                 self.replayed[r.index] = seen.answer
+                self.faults.pop(r.index, None)
             else:
-                self._fail(r, codes.Fault(
+                self.faults[r.index] = codes.Fault(
                     codes.IDEMPOTENCY_KEY_REUSED,
                     '%s.idempotency_key %r was used for a different '
-                    'item' % (self._at(r), r.idempotency_key)))
+                    'item' % (self._at(r), r.idempotency_key))
 
     def _lock_groups(self):
         self.groups = groups.Judgement(self.conn, self.requests)
