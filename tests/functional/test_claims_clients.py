@@ -132,3 +132,13 @@ def test_a_stranger_cannot_claim_another_projects_consumer(rpc):
                              project_id='project-b')]))
     assert_fault(taken, 403, 'forbidden')
     assert held(rpc, consumer) == first['allocations']
+
+
+def test_one_consumer_twice_in_a_call_is_refused_for_both(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 1, 4)
+    consumer = str(uuid.uuid4())
+    answer = rpc.claim(items=[claim_item(consumer, wanting(name)),
+                              claim_item(consumer, wanting(name, 2))])
+    assert [i['code'] for i in answer['items']] == ['invalid_request'] * 2
+    assert held(rpc, consumer) is None
