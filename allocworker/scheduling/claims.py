@@ -10,9 +10,11 @@ then groups, then providers):
    project, idempotency key and the group it joins are judged by
    allocate's own rules, and the candidates are searched on the state in
    which the consumer's own allocations are free (a resize may land on
-   the host it is on).
+   the host it is on). A new consumer with no key and no group to join
+   has nothing to release or judge there, and is searched for directly.
 3. Lock the consumer's groups and drop the candidates on excluded roots
-   and those a hard group policy rules out.
+   and those a hard group policy rules out; those that bend a soft
+   policy go last.
 4. Try the candidates in the strategy's order, each in a savepoint:
    lock its providers and write it with ``allocate``'s transaction
    (``writes.write_in``), which judges capacity, units and groups under
