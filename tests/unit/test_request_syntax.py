@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 import pytest
 
 from allocworker import codes
+from allocworker.scheduling import placement_query
 from allocworker.scheduling import request
 
 AGG = '6ba7b810-9dad-11d1-80b4-00c04fd430c8'
@@ -105,7 +106,7 @@ def test_named_refusals(raw, words):
 
 
 def query(minor, **params):
-    return request.parse_query(
+    return placement_query.parse_query(
         {k: v if isinstance(v, list) else [v] for k, v in params.items()},
         minor)
 

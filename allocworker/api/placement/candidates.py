@@ -7,7 +7,7 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker import codes
 from allocworker.scheduling import candidates
-from allocworker.scheduling import request as request_syntax
+from allocworker.scheduling import placement_query
 
 # Placement's error codes for the query refusals that carry one.
 QUERY_CODES = {'bad_value': 'placement.query.bad_value',
@@ -18,7 +18,7 @@ QUERY_CODES = {'bad_value': 'placement.query.bad_value',
 def parsed(query, minor):
     """(Request, limit) from the query string, or Placement's 400."""
     try:
-        return request_syntax.parse_query(query, minor)
+        return placement_query.parse_query(query, minor)
     except codes.Fault as fault:
         raise http.bad_request(fault.detail, QUERY_CODES.get(
             fault.fields.get('reason'), http.UNDEFINED_CODE))

@@ -9,7 +9,7 @@ from allocworker import codes
 from allocworker.providers import search as provider_search
 from allocworker.providers import tree as provider_tree
 from allocworker.providers import rules as providers
-from allocworker.scheduling import request as request_syntax
+from allocworker.scheduling import placement_query
 
 
 def url(provider_uuid, *rest):
@@ -79,8 +79,8 @@ def create(request):
 def list_providers(request):
     params = request.params(schemas.list_providers(request))
     try:
-        group = request_syntax.provider_filters(request.query,
-                                                request.version[1])
+        group = placement_query.provider_filters(request.query,
+                                                 request.version[1])
     except codes.Fault as fault:
         raise http.bad_request(fault.detail)
     try:
