@@ -40,7 +40,7 @@ def get_allocations(context, consumer_uuids):
 def _describe_together(wanted):
     """The consumers concurrent calls want, in one statement (one
     snapshot for all of them): the same {uuid: ...} for each call."""
-    with db.reader() as conn:
+    with db.statement() as conn:
         found = db_allocations.describe(
             conn, {uuid for uuids in wanted for uuid in uuids})
     return [found] * len(wanted)

@@ -267,6 +267,9 @@ class Plan(object):
         return self.uuid_of.get(provider_id, provider_id)
 
     def _check_units(self, request, key, amount, inventory):
+        why = inventory and capacity.unit_violation(inventory, amount)
+        if inventory is not None and not why:
+            return  # the common case, without building any message
         pid, name = key
         where = '%s.allocations.%s.%s' % (self._at(request),
                                           self._uuid(pid), name)
@@ -277,11 +280,9 @@ class Plan(object):
                 "invalid (the provider has no inventory of that class)"
                 % (where, name, self._uuid(pid))))
             return
-        why = capacity.unit_violation(inventory, amount)
-        if why:
-            self._fail(request, codes.Fault(
-                codes.ALLOCATION_UNIT_VIOLATION,
-                '%s: %d %s' % (where, amount, why)))
+        self._fail(request, codes.Fault(
+            codes.ALLOCATION_UNIT_VIOLATION, '%s: %d %s' % (where, amount,
+                                                            why)))
 
     def _count_usage(self, live):
         """Move the usage counters by what the committed items change."""

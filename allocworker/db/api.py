@@ -105,6 +105,19 @@ def snapshot():
 
 
 @contextlib.contextmanager
+def statement():
+    """A connection for one read statement, outside any transaction: one
+    statement is one snapshot on every backend, and BEGIN and ROLLBACK
+    would be two more round trips for nothing. Not for several
+    statements that must agree (use ``snapshot()``)."""
+    engine = _get_facade().reader.get_engine()
+    with engine.connect() as conn:
+        if conn.dialect.name != 'sqlite':
+            conn = conn.execution_options(isolation_level='AUTOCOMMIT')
+        yield conn
+
+
+@contextlib.contextmanager
 def writer():
     """One write transaction; yields its connection."""
     with _get_facade().writer.connection.using(_Scope()) as conn:
