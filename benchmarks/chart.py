@@ -46,7 +46,7 @@ def _pyplot():
 
 def draw(rows, path, args):
     pyplot = _pyplot()
-    figure, (calls, items) = pyplot.subplots(1, 2, figsize=(13, 5.5))
+    figure, (calls, items) = pyplot.subplots(1, 2, figsize=(13, 7))
     for axes, lines, unit in ((calls, CALLS, 'calls/s'),
                               (items, ITEMS, 'items/s')):
         for workload, label, colour, dashed in lines:
@@ -65,7 +65,8 @@ def draw(rows, path, args):
         axes.set_xlabel('concurrency (client threads)')
         axes.set_ylabel(unit)
         axes.grid(True, which='both', alpha=0.3)
-        axes.legend(fontsize=8, loc='lower right')
+        axes.legend(fontsize=8, loc='upper center', ncol=2,
+                    bbox_to_anchor=(0.5, -0.14))
     calls.set_title('single calls')
     items.set_title('100-item batches')
     figure.suptitle('allocworker against Placement 16 and the ceilings, '

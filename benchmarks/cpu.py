@@ -114,14 +114,15 @@ class Meter(object):
 
 
 def rss_bytes(pids):
-    """Summed resident memory of ``pids`` and all their descendants."""
+    """Resident memory of ``pids`` and all their descendants: (the
+    largest single process, the sum)."""
     stats = {}
     for name in os.listdir('/proc'):
         if name.isdigit():
             stat = _stat(name)
             if stat:
                 stats[int(name)] = stat
-    wanted, total = set(pids), 0
+    wanted = set(pids)
     changed = True
     while changed:
         changed = False
@@ -129,7 +130,5 @@ def rss_bytes(pids):
             if ppid in wanted and pid not in wanted:
                 wanted.add(pid)
                 changed = True
-    for pid in wanted:
-        if pid in stats:
-            total += stats[pid][2]
-    return total
+    sizes = [stats[pid][2] for pid in wanted if pid in stats]
+    return max(sizes, default=0), sum(sizes)
