@@ -122,6 +122,13 @@ class RssWatch(object):
         self._thread.join()
 
 
+def _detail(body):
+    try:
+        return json.loads(body)['errors'][0]['detail'][:300]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return body[:300].decode('utf-8', 'replace')
+
+
 def measure(peer, path, seconds, meter):
     latencies, status, count, message = [], None, None, ''
     watch = RssWatch(peer.server.process.pid)
@@ -133,20 +140,24 @@ def measure(peer, path, seconds, meter):
             status, body = peer.call('GET', path, version=VERSION,
                                      expect=(200,))
             count = len(body['allocation_requests'])
-        except RuntimeError as refused:
-            status, message = 'refused', str(refused)[:200]
+        except peers.Refused as refused:
+            status, message = refused.status, _detail(refused.body)
             break
         latencies.append(time.monotonic() - started)
     spent = meter.spent(before, meter.snapshot())
     watch.stop()
     calls = max(len(latencies), 1)
-    ordered = sorted(latencies) or [0.0]
+    ordered = sorted(latencies)
+
+    def percentile(fraction):
+        if not ordered:
+            return None
+        index = min(len(ordered) - 1, int(fraction * len(ordered)))
+        return round(ordered[index] * 1000, 1)
+
     return {'status': status, 'refused': message or None,
             'requests': len(latencies), 'candidates': count,
-            'p50_ms': round(ordered[len(ordered) // 2] * 1000, 1),
-            'p99_ms': round(ordered[min(len(ordered) - 1,
-                                        int(0.99 * len(ordered)))] * 1000,
-                            1),
+            'p50_ms': percentile(0.5), 'p99_ms': percentile(0.99),
             'cpu_ms': round(spent['machine'] * 1000 / calls, 2),
             'cpu_ms_own': round(spent['own'] * 1000 / calls, 2),
             'rss_peak_mb': round(watch.peak / 2 ** 20, 1),
@@ -157,7 +168,7 @@ def report(row, as_json):
     if as_json:
         print(json.dumps(row), flush=True)
         return
-    print('%-22s %-16s trees %6d  p50 %9.1f p99 %9.1f ms  ratio %6s  '
+    print('%-22s %-16s trees %6d  p50 %9s p99 %9s ms  ratio %6s  '
           'cpu/req %8.2f own %8.2f ms  rss %6.1f (all %6.1f) MiB  '
           'n=%d cand=%s%s'
           % (row['workload'], row['server'], row['trees'], row['p50_ms'],

@@ -156,6 +156,14 @@ def start_noop(scratch):
                  {'PYTHONPATH': ROOT})
 
 
+class Refused(RuntimeError):
+    """An answer with a status the caller did not expect."""
+
+    def __init__(self, message, status, body):
+        super(Refused, self).__init__(message)
+        self.status, self.body = status, body
+
+
 class HttpPeer(object):
     """A Placement-API server driven the same way whoever serves it."""
 
@@ -184,8 +192,9 @@ class HttpPeer(object):
         except urllib.error.HTTPError as error:
             status, raw = error.code, error.read()
         if (status not in expect) if expect else not 200 <= status < 300:
-            raise RuntimeError('%s %s %s: %d %s' % (
-                self.server.name, method, path, status, raw[:300]))
+            raise Refused('%s %s %s: %d %s' % (
+                self.server.name, method, path, status, raw[:300]), status,
+                raw)
         return status, json.loads(raw) if raw else None
 
     def create_provider(self, name, inventories=None, parent=None,
