@@ -9,19 +9,19 @@ Two sums are taken before and after each figure:
   either: on a shared machine it is an upper bound;
 - ``own``: the processes this run involves, by part: ``client`` (this
   process), ``servers`` (every descendant of this process: workers, no-op
-  servers, uWSGI masters, workers and routers), ``postgresql`` (the
-  backends of the run's databases plus the server's own auxiliary
-  processes) and ``rabbitmq`` (the broker's Erlang VM). The auxiliary
-  PostgreSQL processes and the broker are shared with whoever else uses
-  them, so ``own`` is much less noisy than ``machine`` but not free of
-  noise.
+  servers, uWSGI masters, workers and routers), ``database``
+  (PostgreSQL: the backends of the run's databases plus the server's own
+  auxiliary processes; MariaDB: its one server process) and ``rabbitmq``
+  (the default broker node's Erlang VM). The auxiliary database
+  processes and the broker are shared with whoever else uses them, so
+  ``own`` is much less noisy than ``machine`` but not free of noise.
 """
 
 import os
 
 TICK = os.sysconf('SC_CLK_TCK')
 PAGE = os.sysconf('SC_PAGE_SIZE')
-PARTS = ('client', 'servers', 'postgresql', 'rabbitmq')
+PARTS = ('client', 'servers', 'database', 'rabbitmq')
 AUXILIARY = {'checkpointer', 'background', 'walwriter', 'autovacuum',
              'logical', 'archiver', 'stats', 'walsummarizer'}
 
@@ -75,10 +75,11 @@ class Meter(object):
             # "postgres: CLUSTER: USER DB HOST STATE" is a backend (ours
             # when DB is); the rest is the server's own work.
             ours = len(words) > 3 and words[3] in self.databases
-            return 'postgresql' if ours or words[2:3] and \
+            return 'database' if ours or words[2:3] and \
                 words[2] in AUXILIARY else None
-        if words and words[0].endswith('/bin/postgres'):
-            return 'postgresql'
+        if words and words[0].endswith(('/bin/postgres', 'mariadbd',
+                                        'mysqld')):
+            return 'database'
         if words and words[0].endswith('beam.smp') and \
                 '/var/lib/rabbitmq' in cmd:
             return 'rabbitmq'
