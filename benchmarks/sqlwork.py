@@ -10,7 +10,9 @@ import sqlalchemy as sa
 def commit_ceiling(database, concurrency):
     """(engine, one allocation-sized transaction) for the ``db_commit``
     row: one generation update and a two-row insert."""
-    engine = sa.create_engine(database, pool_size=concurrency,
+    # At most 16 connections (threads beyond wait for one): PostgreSQL's
+    # default max_connections is 100 and the server is shared.
+    engine = sa.create_engine(database, pool_size=min(concurrency, 16),
                               max_overflow=0)
     with engine.begin() as conn:
         conn.exec_driver_sql(
