@@ -1,8 +1,10 @@
-"""allocworker benchmarks: throughput and latency against the broker and
-database ceilings measured in the same run.
+"""allocworker benchmarks: throughput, latency and CPU per call against
+the broker and database ceilings measured in the same run.
 
     .venv/bin/python -m benchmarks.run [--workers 2] [--mysql] [--quick]
-                                       [--json] [--preload N]
+                                       [--json] [--preload N] [--peers]
+                                       [--chart PNG]
+    .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
 
 Starts ``allocworker-worker`` (``--workers`` processes) on the real
 RabbitMQ and a fresh PostgreSQL (or MariaDB) database, loads providers,
@@ -14,7 +16,12 @@ items for batches, and the bare commit rate of one allocation-sized
 transaction for the database row. The REST shim's row (``PUT
 /allocations/{consumer}`` at microversion 1.28, allocworker-api's own
 threaded server) is compared with a ``GET /`` round trip to the same
-server.
+server. Every row carries the CPU time per call (``cpu.py``).
+
+``--peers`` adds Placement 16 and allocworker-api under uWSGI
+(``peers.py``), ``--chart`` draws throughput against concurrency
+(``chart.py``), and ``--candidates-scale`` runs only the allocation
+candidates scale scenario (``candidates.py``).
 """
 
 import argparse
