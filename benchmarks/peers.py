@@ -236,8 +236,8 @@ class HttpPeer(object):
 class Peers(object):
     """The HTTP rows: ``PUT`` and ``GET /allocations/{consumer}`` on
     Placement and on allocworker-api (ratios to Placement's figure of the
-    same run), and a no-op WSGI application as the uWSGI ceiling (the
-    ratio of Placement's rows)."""
+    same run, the two measured in turns), and a no-op WSGI application as
+    the uWSGI ceiling (the ratio of Placement's rows)."""
 
     def __init__(self, api_config, placement_database, scratch, hosts):
         self.servers = []
@@ -260,14 +260,16 @@ class Peers(object):
     def run(self, bench, c):
         ceiling = bench.record('noop_uwsgi_roundtrip', c, bench.drive(
             lambda: self.noop.call('GET', '/'), c), None)
-        put = bench.record('placement_put_allocations', c, bench.drive(
-            self.placement.put_allocations, c), ceiling)
-        get = bench.record('placement_get_allocations', c, bench.drive(
-            self.placement.get_allocations, c), ceiling)
-        bench.record('uwsgi_api_put_allocations', c, bench.drive(
-            self.api.put_allocations, c), put)
-        bench.record('uwsgi_api_get_allocations', c, bench.drive(
-            self.api.get_allocations, c), get)
+        placement, api = bench.drive_in_turns(
+            self.placement.put_allocations, self.api.put_allocations, c)
+        put = bench.record('placement_put_allocations', c, placement,
+                           ceiling)
+        bench.record('uwsgi_api_put_allocations', c, api, put)
+        placement, api = bench.drive_in_turns(
+            self.placement.get_allocations, self.api.get_allocations, c)
+        get = bench.record('placement_get_allocations', c, placement,
+                           ceiling)
+        bench.record('uwsgi_api_get_allocations', c, api, get)
 
     def close(self):
         for server in self.servers:

@@ -55,9 +55,9 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def drive(fn, concurrency, seconds, items_per_call=1):
+def load(fn, concurrency, seconds):
     """Run ``fn`` from ``concurrency`` threads for ``seconds``; returns
-    (items per second, p50 ms, p99 ms, errors, items)."""
+    (latencies in s, errors, elapsed s)."""
     latencies, errors = [], []
     lock = threading.Lock()
     stop = time.monotonic() + seconds
@@ -80,10 +80,19 @@ def drive(fn, concurrency, seconds, items_per_call=1):
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - begun
+    return latencies, errors, time.monotonic() - begun
+
+
+def summary(latencies, errors, elapsed, items_per_call=1):
+    """(items per second, p50 ms, p99 ms, errors, items)."""
     items = len(latencies) * items_per_call
     return (items / elapsed, percentile(latencies, 0.5) * 1000,
             percentile(latencies, 0.99) * 1000, errors, items)
+
+
+def drive(fn, concurrency, seconds, items_per_call=1):
+    return summary(*load(fn, concurrency, seconds),
+                   items_per_call=items_per_call)
 
 
 class Bench(object):
@@ -219,6 +228,26 @@ class Bench(object):
         before = self.meter.snapshot()
         result = drive(fn, concurrency, self.args.seconds, items_per_call)
         return result + (self.meter.spent(before, self.meter.snapshot()),)
+
+    def drive_in_turns(self, first, second, concurrency):
+        """Two workloads that are compared, measured in turns (first,
+        second, second, first; half of ``--seconds`` each) so that a change
+        in the machine's load falls on both alike; a ``drive`` result for
+        each."""
+        runs = {first: [[], [], 0.0, []], second: [[], [], 0.0, []]}
+        for fn in (first, second, second, first):
+            before = self.meter.snapshot()
+            latencies, errors, elapsed = load(fn, concurrency,
+                                              self.args.seconds / 2)
+            spent = self.meter.spent(before, self.meter.snapshot())
+            total = runs[fn]
+            total[0].extend(latencies)
+            total[1].extend(errors)
+            total[2] += elapsed
+            total[3].append(spent)
+        return [summary(*runs[fn][:3]) + ({
+            part: sum(s[part] for s in runs[fn][3])
+            for part in runs[fn][3][0]},) for fn in (first, second)]
 
     def record(self, workload, concurrency, result, ceiling, unit='calls'):
         per_s, p50, p99, errors, items, spent = result
