@@ -1,232 +1,279 @@
-"""Allocation candidates at cloud scale, Placement 16 against
-allocworker-api, both under uWSGI with the peers' settings, each on a
-fresh PostgreSQL database of its own:
+"""Allocation candidates at cloud scale, through allocworker-api.
 
-    .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
+    .venv/bin/python -m benchmarks.candidates [--trees 1000 10000]
+                                              [--backend postgresql]
+                                              [--calls 20] [--json]
 
-The same data goes into both over their HTTP API (16 client threads): N
-compute-node trees, each a root with VCPU and MEMORY_MB and two NUMA
-children (``HW_NUMA_ROOT`` is left out: no request here names it), and
-100 sharing storage providers with DISK_GB and
-``MISC_SHARES_VIA_AGGREGATE``, each in an aggregate of its own that
-every hundredth root joins (one storage pool per rack). Trees are added
-up to each N in turn, and at each N both servers answer, one request at
-a time, ``QUERIES`` for ``--seconds`` each (at least 5 requests): p50,
-p99, CPU per request (``cpu.Meter``) and the peak resident memory of the
-server's largest process (a uWSGI worker) and of all its processes.
-A request a server refuses is recorded with its status, never fatal.
+For each tree count: a fresh database, ``db sync``, then (bulk-loaded, not
+through the API, which would take an hour) N compute trees, each a root
+with two NUMA children (VCPU 32, MEMORY_MB 131072 each), and 100 sharing
+storage providers (DISK_GB 100000, MISC_SHARES_VIA_AGGREGATE), root i and
+storage provider i % 100 in one aggregate. Then ``allocworker-api`` on
+that database answers, one call at a time:
+
+- ``unnumbered``: ``resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000``
+- ``granular``: ``resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,
+  MEMORY_MB:1024&group_policy=isolate&limit=1000``
+
+With ``--placement-python`` Placement 16 (from PyPI, in its own venv
+with the database driver) is started on a fresh database of the same
+backend by ``benchmarks/placement_server.py`` (the same threaded wsgiref
+server) and measured on the same rows.
+
+Rows: ``server, workload, backend, trees, p50_ms, p99_ms, candidates,
+summaries, rss_mb`` (the server process's resident memory after the
+calls, to see it stay flat as the trees grow).
 """
 
-import contextlib
+import argparse
+import collections
+import datetime
 import json
 import os
-import queue
+import subprocess
+import sys
 import tempfile
-import threading
 import time
+import urllib.request
 import uuid
 
-from benchmarks import cpu
-from benchmarks import peers
-from tests.functional import services
+import sqlalchemy as sa
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from allocworker.db import schema  # noqa: E402
+from tests.functional import services  # noqa: E402
 
 SHARING = 100
-LOAD_THREADS = 16
-VERSION = '1.35'
-QUERIES = [
-    ('candidates_unnumbered', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10'
-     '&limit=1000'),
-    ('candidates_granular', 'resources1=VCPU:1&resources2=MEMORY_MB:1024'
-     '&group_policy=none&limit=1000'),
+WORKLOADS = [
+    ('unnumbered', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000'),
+    ('granular', 'resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,'
+     'MEMORY_MB:1024&group_policy=isolate&limit=1000'),
 ]
 
 
-def _aggregate(n):
-    return str(uuid.UUID(int=n + 1))
+Layout = collections.namedtuple('Layout', [
+    'providers', 'inventories', 'members', 'sharing', 'aggregates'])
 
 
-def _set(peer, provider, what, body, generation):
-    body['resource_provider_generation'] = generation
-    _, answer = peer.call('PUT', '/resource_providers/%s/%s'
-                          % (provider, what), body, version=VERSION)
-    return answer['resource_provider_generation']
+def layout(trees):
+    """Trees of a root and two NUMA children, and sharing disk: rows of
+    (id, uuid, name, parent id, root id), (provider id, class, total),
+    (provider id, aggregate index), sharing provider ids, aggregates."""
+    providers, inventories, members, sharing = [], [], [], []
 
+    def provider(parent, root, name):
+        pid = len(providers) + 1
+        providers.append((pid, str(uuid.uuid4()), name, parent, root or pid))
+        return pid
 
-def load_sharing(peer):
     for n in range(SHARING):
-        provider = peer.create_provider('storage-%d' % n)
-        generation = _set(peer, provider, 'inventories', {'inventories': {
-            'DISK_GB': {'total': 100000}}}, 0)
-        generation = _set(peer, provider, 'traits', {
-            'traits': ['MISC_SHARES_VIA_AGGREGATE']}, generation)
-        _set(peer, provider, 'aggregates', {
-            'aggregates': [_aggregate(n)]}, generation)
+        pid = provider(None, None, 'storage-%d' % n)
+        inventories.append((pid, 'DISK_GB', 100000))
+        members.append((pid, n))
+        sharing.append(pid)
+    for n in range(trees):
+        root = provider(None, None, 'compute-%d' % n)
+        members.append((root, n % SHARING))
+        for numa in range(2):
+            child = provider(root, root, 'compute-%d-numa%d' % (n, numa))
+            inventories.append((child, 'VCPU', 32))
+            inventories.append((child, 'MEMORY_MB', 131072))
+    return Layout(providers, inventories, members, sharing,
+                  [str(uuid.uuid4()) for _ in range(SHARING)])
 
 
-def load_tree(peer, n):
-    root = peer.create_provider('cn-%d' % n)
-    generation = _set(peer, root, 'inventories', {'inventories': {
-        'VCPU': {'total': 64, 'allocation_ratio': 4.0},
-        'MEMORY_MB': {'total': 262144}}}, 0)
-    _set(peer, root, 'aggregates', {
-        'aggregates': [_aggregate(n % SHARING)]}, generation)
-    for numa in (0, 1):
-        peer.create_provider('cn-%d-numa%d' % (n, numa), parent=root)
+def _insert(conn, table, rows):
+    now = datetime.datetime.utcnow()
+    for start in range(0, len(rows), 5000):
+        chunk = rows[start:start + 5000]
+        if 'created_at' in table.c:
+            chunk = [dict(r, created_at=now) for r in chunk]
+        conn.execute(sa.insert(table), chunk)
 
 
-def load_trees(peer, first, last):
-    """Trees ``first`` .. ``last - 1`` from LOAD_THREADS threads."""
-    work, errors = queue.Queue(), []
-    for n in range(first, last):
-        work.put(n)
-
-    def loop():
-        while True:
-            try:
-                n = work.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                load_tree(peer, n)
-            except Exception as exc:
-                errors.append(exc)
-                return
-
-    threads = [threading.Thread(target=loop) for _ in range(LOAD_THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+def _finish(conn, sequence):
+    if conn.dialect.name == 'postgresql':
+        conn.exec_driver_sql("SELECT setval('%s', (SELECT max(id) FROM "
+                             "%s))" % sequence)
+        conn.exec_driver_sql('ANALYZE')
 
 
-class RssWatch(object):
-    """Peak resident memory of a server's processes while measuring."""
-
-    def __init__(self, pid):
-        self.pid, self.peak, self.peak_total = pid, 0, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, daemon=True)
-        self._thread.start()
-
-    def _watch(self):
-        while not self._stop.is_set():
-            largest, total = cpu.rss_bytes([self.pid])
-            self.peak = max(self.peak, largest)
-            self.peak_total = max(self.peak_total, total)
-            self._stop.wait(0.05)
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join()
-
-
-def _detail(body):
-    try:
-        return json.loads(body)['errors'][0]['detail'][:300]
-    except (ValueError, KeyError, IndexError, TypeError):
-        return body[:300].decode('utf-8', 'replace')
+def load_allocworker(url, data):
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        classes = dict(conn.execute(sa.select(
+            schema.resource_classes.c.name,
+            schema.resource_classes.c.id)).all())
+        shares = conn.execute(sa.select(schema.traits.c.id).where(
+            schema.traits.c.name == 'MISC_SHARES_VIA_AGGREGATE')).scalar()
+        _insert(conn, schema.providers, [
+            {'id': i, 'uuid': u, 'name': n, 'generation': 1,
+             'parent_provider_id': p, 'root_provider_id': r}
+            for i, u, n, p, r in data.providers])
+        _insert(conn, schema.inventories, [
+            {'provider_id': p, 'resource_class_id': classes[c],
+             'total': t, 'reserved': 0, 'min_unit': 1, 'max_unit': t,
+             'step_size': 1, 'allocation_ratio': 1.0, 'forced': False}
+            for p, c, t in data.inventories])
+        _insert(conn, schema.provider_aggregates, [
+            {'provider_id': p, 'aggregate_uuid': data.aggregates[a]}
+            for p, a in data.members])
+        _insert(conn, schema.provider_traits, [
+            {'provider_id': p, 'trait_id': shares} for p in data.sharing])
+        _finish(conn, ('providers_id_seq', 'providers'))
+    engine.dispose()
 
 
-def measure(peer, path, seconds, meter):
-    latencies, status, count, message = [], None, None, ''
-    watch = RssWatch(peer.server.process.pid)
-    before = meter.snapshot()
-    stop = time.monotonic() + seconds
-    while time.monotonic() < stop or len(latencies) < 5:
-        started = time.monotonic()
-        try:
-            status, body = peer.call('GET', path, version=VERSION,
-                                     expect=(200,))
-            count = len(body['allocation_requests'])
-        except peers.Refused as refused:
-            status, message = refused.status, _detail(refused.body)
-            break
-        latencies.append(time.monotonic() - started)
-    spent = meter.spent(before, meter.snapshot())
-    watch.stop()
-    calls = max(len(latencies), 1)
-    ordered = sorted(latencies)
-
-    def percentile(fraction):
-        if not ordered:
-            return None
-        index = min(len(ordered) - 1, int(fraction * len(ordered)))
-        return round(ordered[index] * 1000, 1)
-
-    return {'status': status, 'refused': message or None,
-            'requests': len(latencies), 'candidates': count,
-            'p50_ms': percentile(0.5), 'p99_ms': percentile(0.99),
-            'cpu_ms': round(spent['machine'] * 1000 / calls, 2),
-            'cpu_ms_own': round(spent['own'] * 1000 / calls, 2),
-            'rss_peak_mb': round(watch.peak / 2 ** 20, 1),
-            'rss_all_peak_mb': round(watch.peak_total / 2 ** 20, 1)}
+def load_placement(url, data):
+    """The same rows in Placement 16's tables (which Placement made)."""
+    engine = sa.create_engine(url)
+    tables = sa.MetaData()
+    tables.reflect(engine)
+    t = tables.tables
+    with engine.begin() as conn:
+        classes = dict(conn.execute(sa.select(
+            t['resource_classes'].c.name, t['resource_classes'].c.id)).all())
+        shares = conn.execute(sa.select(t['traits'].c.id).where(
+            t['traits'].c.name == 'MISC_SHARES_VIA_AGGREGATE')).scalar()
+        _insert(conn, t['resource_providers'], [
+            {'id': i, 'uuid': u, 'name': n, 'generation': 1,
+             'parent_provider_id': p, 'root_provider_id': r}
+            for i, u, n, p, r in data.providers])
+        _insert(conn, t['inventories'], [
+            {'resource_provider_id': p, 'resource_class_id': classes[c],
+             'total': total, 'reserved': 0, 'min_unit': 1,
+             'max_unit': total, 'step_size': 1, 'allocation_ratio': 1.0}
+            for p, c, total in data.inventories])
+        _insert(conn, t['placement_aggregates'], [
+            {'id': n + 1, 'uuid': a} for n, a in enumerate(data.aggregates)])
+        _insert(conn, t['resource_provider_aggregates'], [
+            {'resource_provider_id': p, 'aggregate_id': a + 1}
+            for p, a in data.members])
+        _insert(conn, t['resource_provider_traits'], [
+            {'resource_provider_id': p, 'trait_id': shares}
+            for p in data.sharing])
+        _finish(conn, ('resource_providers_id_seq', 'resource_providers'))
+    engine.dispose()
 
 
-def report(row, as_json):
-    if as_json:
-        print(json.dumps(row), flush=True)
-        return
-    print('%-22s %-16s trees %6d  p50 %9s p99 %9s ms  ratio %6s  '
-          'cpu/req %8.2f own %8.2f ms  rss %6.1f (all %6.1f) MiB  '
-          'n=%d cand=%s%s'
-          % (row['workload'], row['server'], row['trees'], row['p50_ms'],
-             row['p99_ms'], row['ratio'], row['cpu_ms'], row['cpu_ms_own'],
-             row['rss_peak_mb'], row['rss_all_peak_mb'], row['requests'],
-             row['candidates'],
-             '  REFUSED: %s' % row['refused'] if row['refused'] else ''),
-          flush=True)
+def get(base, query):
+    request = urllib.request.Request(
+        base + '/allocation_candidates?' + query,
+        headers={'x-auth-token': 'admin',
+                 'openstack-api-version': 'placement 1.36'})
+    with urllib.request.urlopen(request, timeout=600) as response:
+        return json.loads(response.read())
 
 
-def main(args):
-    sizes = sorted(int(n) for n in args.candidates_scale.split(','))
-    seconds = max(args.seconds, 1.0)
-    with tempfile.TemporaryDirectory() as scratch, \
-            contextlib.ExitStack() as stack:
-        placement_db = stack.enter_context(
-            services.fresh_database('postgresql', scratch))
-        api_db = stack.enter_context(
-            services.fresh_database('postgresql', scratch))
+def rss_mb(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def drive(name, server, base, pid, calls):
+    """The workloads against one server: a row each."""
+    rows = []
+    for workload, query in WORKLOADS:
+        get(base, query)  # warm: imports, caches, connections
+        latencies = []
+        for _ in range(calls):
+            began = time.monotonic()
+            body = get(base, query)
+            latencies.append((time.monotonic() - began) * 1000)
+        latencies.sort()
+        rows.append({
+            'workload': workload, 'server': server,
+            'p50_ms': round(latencies[len(latencies) // 2], 1),
+            'p99_ms': round(latencies[min(len(latencies) - 1, int(
+                0.99 * len(latencies)))], 1),
+            'candidates': len(body['allocation_requests']),
+            'summaries': len(body['provider_summaries']),
+            'rss_mb': round(rss_mb(pid), 1)})
+    return rows
+
+
+def serve(command, port):
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    base = 'http://127.0.0.1:%d' % port
+    services.wait_for_http(base, seconds=120)
+    return process, base
+
+
+def measure_allocworker(backend, data, calls, scratch):
+    with services.fresh_database(backend, scratch) as url:
         config = services.write_config(
-            os.path.join(scratch, 'api.conf'), api_db, 'aw-candidates',
-            extra='[api]\nauth_strategy = noauth2\n')
+            os.path.join(scratch, 'bench.conf'), url, 'unused')
         services.manage(config, 'db', 'sync')
-        servers = {}
-        for name, start in (
-                ('placement', lambda: peers.start_placement(placement_db,
-                                                            scratch)),
-                ('allocworker-api',
-                 lambda: peers.start_allocworker_api(config, scratch))):
-            server = start()
-            stack.callback(server.stop)
-            servers[name] = peers.HttpPeer(server, version=VERSION)
-        meter = cpu.Meter([d.rsplit('/', 1)[1] for d in (placement_db,
-                                                         api_db)])
-        for peer in servers.values():
-            load_sharing(peer)
-        loaded, rows = 0, []
-        for size in sizes:
-            for name, peer in servers.items():
-                started = time.monotonic()
-                load_trees(peer, loaded, size)
-                print('# %s: trees %d..%d loaded in %.0f s'
-                      % (name, loaded, size, time.monotonic() - started),
+        load_allocworker(url, data)
+        port = services.free_port()
+        with open(config, 'a') as f:
+            f.write('[api]\nauth_strategy = noauth2\nport = %d\n' % port)
+        api, base = serve([os.path.join(services.BIN, 'allocworker-api'),
+                           '--config-file', config], port)
+        try:
+            return drive('allocworker', 'allocworker', base, api.pid, calls)
+        finally:
+            api.terminate()
+            api.wait(30)
+
+
+def measure_placement(python, backend, data, calls, scratch):
+    folder = os.path.join(scratch, 'placement')
+    os.makedirs(folder)
+    with services.fresh_database(backend, folder) as url:
+        if backend == 'sqlite':
+            url = 'sqlite:///%s' % os.path.join(folder, 'placement.sqlite')
+        port = services.free_port()
+        server, base = serve([python, os.path.join(
+            ROOT, 'benchmarks', 'placement_server.py'), str(port), url,
+            folder], port)
+        try:
+            load_placement(url, data)
+            return drive('placement', 'placement', base, server.pid, calls)
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--trees', type=int, nargs='+',
+                        default=[1000, 10000])
+    parser.add_argument('--backend', default='postgresql',
+                        choices=services.BACKENDS)
+    parser.add_argument('--calls', type=int, default=20)
+    parser.add_argument('--placement-python',
+                        help='an interpreter with openstack-placement (and '
+                             'the database driver) installed: measure '
+                             'Placement on the same data beside')
+    parser.add_argument('--json', action='store_true')
+    args = parser.parse_args()
+    for trees in args.trees:
+        data = layout(trees)
+        with tempfile.TemporaryDirectory() as scratch:
+            rows = measure_allocworker(args.backend, data, args.calls,
+                                       scratch)
+            if args.placement_python:
+                rows += measure_placement(args.placement_python,
+                                          args.backend, data, args.calls,
+                                          scratch)
+        for row in rows:
+            row.update(trees=trees, backend=args.backend)
+            if args.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print('%(server)-11s %(workload)-10s %(backend)-10s trees '
+                      '%(trees)6d p50 %(p50_ms)8.1f ms  p99 %(p99_ms)8.1f '
+                      'ms  candidates %(candidates)5d  summaries '
+                      '%(summaries)5d  rss %(rss_mb)6.1f MB' % row,
                       flush=True)
-            loaded = size
-            for workload, query in QUERIES:
-                path = '/allocation_candidates?' + query
-                results = {name: measure(peer, path, seconds, meter)
-                           for name, peer in servers.items()}
-                base = results['placement']
-                for name, result in results.items():
-                    ratio = None
-                    if name != 'placement' and base['p50_ms'] and \
-                            result['status'] == 200 == base['status']:
-                        ratio = round(result['p50_ms'] / base['p50_ms'], 3)
-                    row = dict(workload=workload, server=name, trees=size,
-                               providers=3 * size + SHARING, ratio=ratio,
-                               **result)
-                    rows.append(row)
-                    report(row, args.json)
-    return 0
+
+
+if __name__ == '__main__':
+    main()

@@ -21,7 +21,7 @@ server. Every row carries the CPU time per call (``cpu.py``).
 ``--peers`` adds Placement 16 and allocworker-api under uWSGI
 (``peers.py``), ``--chart`` draws throughput against concurrency
 (``chart.py``), and ``--candidates-scale`` runs only the allocation
-candidates scale scenario (``candidates.py``).
+candidates scale scenario under uWSGI (``candidates_peers.py``).
 """
 
 import argparse
@@ -380,8 +380,8 @@ def main(argv=None):
     subprocess.run([os.path.join(ROOT, 'tools', 'ensure-services.sh')],
                    check=True)
     if args.candidates_scale:
-        from benchmarks import candidates
-        return candidates.main(args)
+        from benchmarks import candidates_peers
+        return candidates_peers.main(args)
     backend = 'mysql' if args.mysql else 'postgresql'
     with tempfile.TemporaryDirectory() as scratch, \
             contextlib.ExitStack() as stack:
