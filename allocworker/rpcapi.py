@@ -75,7 +75,8 @@ class AllocWorkerAPI(object):
                                   atomic=atomic,
                                   version='1.2' if joins else '1.0',
                                   timeout=timeout)
-            except messaging.MessagingTimeout:
+            except (messaging.MessagingTimeout,
+                    messaging.MessageDeliveryFailure):
                 if attempt + 1 == attempts:
                     raise
 
