@@ -5,12 +5,15 @@ started, a node frozen and thawed. Each test prints its figures and ends
 with every acknowledged write present and the audit clean."""
 
 import os
+import signal
+import subprocess
 import time
 import uuid
 
 import pytest
 
 from tests.faults import cluster
+from tests.faults import netns
 from tests.faults.load import Load
 from tests.functional import services
 from tests.functional.helpers import provider
@@ -51,11 +54,28 @@ def hosts(client, worker_hosts):
             for _ in range(4)]
 
 
-def start_host(config, client, processes=2):
+class NamespacedWorker(services.Worker):
+    """allocworker-worker run inside a network namespace."""
+
+    def __init__(self, config_file, namespace):
+        super().__init__(config_file)
+        self.namespace = namespace
+
+    def start(self, client, timeout=60):
+        self.process = subprocess.Popen(
+            self.namespace.command(
+                [os.path.join(services.BIN, 'allocworker-worker'),
+                 '--config-file', self.config_file]),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        return self
+
+
+def start_host(config, client, processes=2, worker=None):
     """Start a worker host and wait until each of its processes answers
     on its own direct target (a call sent before a process has declared
     its queue would be dropped by the exchange)."""
-    worker = services.Worker(config).start(client)
+    worker = (worker or services.Worker(config)).start(client)
     host = open(config).read().split('\nhost = ')[1].split()[0]
     for index in range(processes):
         deadline = time.monotonic() + 60
@@ -170,3 +190,42 @@ def test_freeze_and_thaw_of_the_leading_node(
               % (host, code, time.monotonic() - began))
         assert code == 0
         worker_hosts[host] = start_host(worker.config_file, client)
+
+
+def test_worker_host_cut_off_mid_transactions(
+        rabbit_cluster, client, worker_hosts, hosts, cluster_topic, database,
+        scratch):
+    """A third host, ctl-c, in a network namespace; cut off from broker
+    and database under load, then mended."""
+    ports = [rabbit_cluster.port(n) for n in cluster.NODES] + [5432]
+    namespace = netns.Namespace(ports).create()
+    worker = None
+    try:
+        config = cluster.write_config(
+            os.path.join(scratch, 'ctl-c.conf'),
+            database.replace('127.0.0.1', namespace.host_ip), cluster_topic,
+            'ctl-c', rabbit_cluster.url.replace('127.0.0.1',
+                                                namespace.host_ip))
+        worker = NamespacedWorker(config, namespace)
+        start_host(config, client, worker=worker)
+        load = Load(client, hosts, clients=8,
+                    rpc_timeout=CALL_TIMEOUT).start()
+        time.sleep(4)
+        namespace.cut()
+        resumed = answers_again(client, within=30)
+        time.sleep(10)
+        namespace.mend()
+        time.sleep(5)
+        print('\nctl-c cut off: others answered after %.1f s' % resumed)
+        finish(load, 'worker host cut off', worker_hosts['ctl-a'])
+        assert set(load.statuses) == {(200, None)}
+        began = time.monotonic()
+        code = worker.stop(timeout=60)
+        print('ctl-c after the cut: SIGTERM, exited %d in %.1f s'
+              % (code, time.monotonic() - began))
+        assert code == 0
+    finally:
+        if worker and worker.process and worker.process.poll() is None:
+            os.killpg(worker.process.pid, signal.SIGKILL)
+            worker.process.wait()
+        namespace.destroy()
