@@ -90,7 +90,8 @@ class Load(object):
     def _took(self, attempt, began, outcome):
         now = time.monotonic()
         with self.lock:
-            self.figures[outcome] += outcome != 'answered'
+            if outcome != 'answered':
+                self.figures[outcome] += 1
             if now - attempt > self.worst_attempt:
                 self.worst_attempt = now - attempt
                 self.worst_outcome = outcome
