@@ -7,7 +7,7 @@ from oslo_utils import timeutils
 
 from allocworker.db import api as db
 from allocworker.db import books as db_books
-from allocworker import groups
+from allocworker.groups import membership as groups
 
 
 def check(grace_seconds=0):

@@ -10,13 +10,13 @@ import inspect
 
 from oslo_log import log as logging
 
-from allocworker import allocations
+from allocworker.allocations import writes as allocations
 from allocworker import audit
 from allocworker import codes
-from allocworker import consumers
-from allocworker import events
-from allocworker import groups
-from allocworker import providers
+from allocworker.allocations import consumers
+from allocworker.events import external as events
+from allocworker.groups import membership as groups
+from allocworker.providers import rules as providers
 
 LOG = logging.getLogger(__name__)
 

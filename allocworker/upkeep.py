@@ -3,7 +3,7 @@
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import idempotency as db_idempotency
-from allocworker import events
+from allocworker.events import external as events
 
 
 def run():

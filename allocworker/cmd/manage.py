@@ -13,13 +13,13 @@ from allocworker import books
 from allocworker.cmd import common
 from allocworker.cmd import output
 from allocworker import codes
-from allocworker import consumers
+from allocworker.allocations import consumers
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import migration
-from allocworker import events
-from allocworker import groups
-from allocworker import providers
+from allocworker.events import external as events
+from allocworker.groups import membership as groups
+from allocworker.providers import rules as providers
 
 
 class CommandError(Exception):

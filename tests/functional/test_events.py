@@ -234,7 +234,7 @@ def test_notifications_reach_a_real_listener(agent, notices, ids):
 
 def test_events_past_retention_are_removed(service_layer, agent, ids):
     from allocworker.conf import CONF
-    from allocworker import events as service
+    from allocworker.events import external as service
     consumer, _ = existing_consumer(agent)
     agent.external_event(events=[event(consumer, tag='old')])
     assert [e['tag'] for e in service.list_events(consumer)] == ['old']

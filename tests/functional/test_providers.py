@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from allocworker import allocations
-from allocworker import providers
+from allocworker.allocations import writes as allocations
+from allocworker.providers import rules as providers
 
 pytestmark = pytest.mark.usefixtures('service_layer')
 

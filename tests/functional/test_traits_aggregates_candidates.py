@@ -6,15 +6,15 @@ import uuid
 
 import pytest
 
-from allocworker import aggregates
-from allocworker import allocations
-from allocworker import candidates
-from allocworker import consumers
-from allocworker import provider_tree
-from allocworker import providers
-from allocworker import reshaper
-from allocworker import traits
-from allocworker import usages
+from allocworker.providers import aggregates
+from allocworker.allocations import writes as allocations
+from allocworker.scheduling import candidates
+from allocworker.allocations import consumers
+from allocworker.providers import tree as provider_tree
+from allocworker.providers import rules as providers
+from allocworker.allocations import reshaper
+from allocworker.providers import traits
+from allocworker.allocations import usages
 
 pytestmark = pytest.mark.usefixtures('service_layer')
 

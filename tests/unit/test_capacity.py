@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
-from allocworker import capacity
+from allocworker.allocations import capacity
 
 
 def inv(total, **kw):

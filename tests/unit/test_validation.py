@@ -5,9 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
-from allocworker import allocations
+from allocworker.allocations import writes as allocations
 from allocworker import codes
-from allocworker import providers
+from allocworker.providers import rules as providers
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),

@@ -4,7 +4,7 @@ generation from 1.19)."""
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
-from allocworker import aggregates
+from allocworker.providers import aggregates
 
 
 def _since(request):

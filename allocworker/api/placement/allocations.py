@@ -16,9 +16,9 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
-from allocworker import allocations
+from allocworker.allocations import writes as allocations
 from allocworker import codes
-from allocworker import consumers
+from allocworker.allocations import consumers
 
 INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
 UNKNOWN_TYPE = 'unknown'

@@ -6,7 +6,7 @@ Numbered groups (``resources1`` ...) are refused with a 400 that says so.
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import query
-from allocworker import candidates
+from allocworker.scheduling import candidates
 
 _KNOWN = {'resources': 10, 'limit': 16, 'required': 17, 'member_of': 21,
           'in_tree': 31}

@@ -11,7 +11,7 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
-from allocworker import providers
+from allocworker.providers import rules as providers
 
 
 def _body(generation, inventory):

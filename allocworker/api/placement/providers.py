@@ -6,9 +6,9 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import query
 from allocworker.api.placement import schemas
-from allocworker import provider_search
-from allocworker import provider_tree
-from allocworker import providers
+from allocworker.providers import search as provider_search
+from allocworker.providers import tree as provider_tree
+from allocworker.providers import rules as providers
 
 
 def url(provider_uuid, *rest):

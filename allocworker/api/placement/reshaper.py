@@ -5,7 +5,7 @@ from allocworker.api.placement import allocations as placement_allocations
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
-from allocworker import reshaper
+from allocworker.allocations import reshaper
 
 
 def reshape(request):

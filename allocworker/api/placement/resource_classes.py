@@ -6,7 +6,7 @@ history under them (405)."""
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
-from allocworker import providers
+from allocworker.providers import rules as providers
 
 
 def _url(name):

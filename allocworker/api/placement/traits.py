@@ -4,7 +4,7 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
-from allocworker import traits
+from allocworker.providers import traits
 
 SINCE = 6
 

@@ -4,8 +4,8 @@ from allocworker.api.placement import allocations as placement_allocations
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
-from allocworker import providers
-from allocworker import usages
+from allocworker.providers import rules as providers
+from allocworker.allocations import usages
 
 ALL_TYPES = 'all'
 

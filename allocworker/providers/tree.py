@@ -16,7 +16,7 @@ from oslo_db import exception as db_exc
 from allocworker import codes
 from allocworker import items
 from allocworker import policy
-from allocworker import providers
+from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db

@@ -9,7 +9,7 @@ members allocating at once are judged one after the other.
 from oslo_db import exception as db_exc
 
 from allocworker import codes
-from allocworker import group_policy
+from allocworker.groups import affinity as group_policy
 from allocworker import items
 from allocworker import policy
 from allocworker import retry

@@ -13,7 +13,7 @@ import hashlib
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
-from allocworker import allocation_plan
+from allocworker.allocations import plan as allocation_plan
 from allocworker import codes
 from allocworker import items as item_results
 from allocworker import notifications

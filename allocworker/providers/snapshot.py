@@ -2,7 +2,7 @@
 read in one transaction: what allocation candidates and provider searches
 judge. A snapshot is advice; writes judge again under their locks."""
 
-from allocworker import capacity
+from allocworker.allocations import capacity
 from allocworker.db import aggregates as db_aggregates
 from allocworker.db import api as db
 from allocworker.db import providers as db_providers

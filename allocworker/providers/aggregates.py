@@ -6,7 +6,7 @@ to the provider, under its generation."""
 
 from allocworker import items
 from allocworker import policy
-from allocworker import providers
+from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import aggregates as db_aggregates

@@ -14,9 +14,9 @@ import collections
 
 from oslo_utils import timeutils
 
-from allocworker import capacity
+from allocworker.allocations import capacity
 from allocworker import codes
-from allocworker import groups
+from allocworker.groups import membership as groups
 from allocworker import policy
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations

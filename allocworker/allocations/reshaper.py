@@ -8,10 +8,10 @@ atomically; last, no class that still has allocations may have lost its
 inventory. Any failure writes nothing.
 """
 
-from allocworker import allocations
+from allocworker.allocations import writes as allocations
 from allocworker import notifications
 from allocworker import policy
-from allocworker import providers
+from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db

@@ -3,8 +3,8 @@ resources (Placement's ``GET /resource_providers`` filters)."""
 
 from allocworker import codes
 from allocworker import policy
-from allocworker import provider_snapshot
-from allocworker import providers
+from allocworker.providers import snapshot as provider_snapshot
+from allocworker.providers import rules as providers
 from allocworker import validation
 from allocworker.db import api as db
 from allocworker.db import traits as db_traits

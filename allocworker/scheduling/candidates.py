@@ -13,7 +13,7 @@ snapshot: ``allocate`` judges again when the caller claims one.
 import itertools
 
 from allocworker import policy
-from allocworker import provider_snapshot
+from allocworker.providers import snapshot as provider_snapshot
 from allocworker import validation
 
 

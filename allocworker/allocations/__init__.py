@@ -1,0 +1,2 @@
+"""Consumers and their allocations: writes, reads, usages, the capacity
+rule and the reshaper."""

@@ -1,0 +1,1 @@
+"""External events from compute-like agents."""

@@ -1,0 +1,1 @@
+"""Consumer groups and their affinity policies."""

@@ -1,0 +1,1 @@
+"""Where a consumer fits: allocation candidates from a granular request."""
