@@ -18,6 +18,7 @@ SCRIPT = os.path.join(ROOT, 'tools', 'rabbit-cluster.sh')
 BASE = os.environ.get('AW_RABBIT_CLUSTER_DIR',
                       '/tmp/allocworker-rabbit-cluster')
 NODES = (1, 2, 3)
+RABBITMQ_SERVER = '/usr/lib/rabbitmq/bin/rabbitmq-server'
 
 # What the tests run with, on workers and clients alike. A dead or hung
 # node is noticed after about twice the heartbeat threshold; the socket

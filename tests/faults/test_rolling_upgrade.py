@@ -123,8 +123,8 @@ def test_rolling_upgrade_under_load(previous_bin, backend, scratch):
         CONF.set_override('allocworker', old, 'upgrade_levels')
         new_worker = None
         try:
-            capped = CappedClient(rpcapi.AllocWorkerAPI(topic=topic,
-                                                        timeout=30))
+            capped = CappedClient(rpcapi.AllocWorkerAPI(
+                transport=bare.transport, topic=topic, timeout=30))
             hosts = [provider(bare, {'VCPU': {'total': 100000}})[0]
                      for _ in range(4)]
             load = Load(capped, hosts, clients=6).start()
@@ -144,8 +144,8 @@ def test_rolling_upgrade_under_load(previous_bin, backend, scratch):
             assert old_worker.stop() == 0
             time.sleep(3)
             CONF.clear_override('allocworker', 'upgrade_levels')
-            lifted = CappedClient(rpcapi.AllocWorkerAPI(topic=topic,
-                                                        timeout=30))
+            lifted = CappedClient(rpcapi.AllocWorkerAPI(
+                transport=bare.transport, topic=topic, timeout=30))
             load.rpc = lifted
             time.sleep(3)
             load.stop()
