@@ -21,6 +21,7 @@ raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
 release alias below) so clients never send what old workers cannot take.
 """
 
+import kombu.exceptions
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
@@ -76,7 +77,8 @@ class AllocWorkerAPI(object):
                                   version='1.2' if joins else '1.0',
                                   timeout=timeout)
             except (messaging.MessagingTimeout,
-                    messaging.MessageDeliveryFailure):
+                    messaging.MessageDeliveryFailure,
+                    kombu.exceptions.OperationalError):
                 if attempt + 1 == attempts:
                     raise
 

@@ -35,8 +35,10 @@ RABBIT_OPTIONS = {
 
 
 # A call's publish is tried on at most this many fresh connections after
-# the first; each try waits at most min(HEARTBEAT, call timeout) for the
-# broker's confirm. None (oslo.messaging's default) tries for ever.
+# the first (the next node of the URL; with 0 a new connection to a hung
+# node would not even fail over); each try waits at most min(HEARTBEAT,
+# call timeout) for the broker's confirm. None (oslo.messaging's default)
+# tries for ever. Mirrors [worker] publish_retries.
 PUBLISH_RETRY = 0
 
 

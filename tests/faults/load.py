@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 
+import kombu.exceptions
 import oslo_messaging as messaging
 
 from tests.functional.helpers import alloc_item
@@ -76,7 +77,7 @@ class Load(object):
                 answer = self.rpc.call(
                     'allocate', rpc_timeout=self.rpc_timeout, items=items)
             except (messaging.MessagingTimeout, messaging.MessagingException,
-                    OSError) as error:
+                    kombu.exceptions.OperationalError, OSError) as error:
                 self._took(attempt, None, type(error).__name__)
                 if self.stopping.is_set() and self.figures['retries'] > 10000:
                     self._count('given up')
