@@ -45,15 +45,14 @@ worker_opts = [
     cfg.IntOpt('upkeep_interval', default=60, min=1,
                help='Seconds between runs of the worker task that expires '
                     'events and prunes old generation counter rows.'),
-    cfg.IntOpt('publish_retries', default=0, min=0,
+    cfg.IntOpt('publish_retries', default=1, min=0,
                help='Clients of allocworker.rpcapi: how many times a '
                     'call whose publish failed is published again on a '
                     'fresh connection (the next broker of transport_url) '
                     'before it raises MessageDeliveryFailure (or kombu\'s '
                     'OperationalError when no connection could be made). '
-                    'With 0 a call that needs a new connection tries one '
-                    'broker only (the caller\'s retry tries another). '
-                    'Each try '
+                    'With 0 a connection never leaves a hung broker, not '
+                    'even in its heartbeat thread. Each try '
                     'waits for the broker at most the smaller of the call '
                     'timeout and [oslo_messaging_rabbit] '
                     'heartbeat_timeout_threshold; oslo.messaging\'s own '

@@ -39,7 +39,7 @@ RABBIT_OPTIONS = {
 # node would not even fail over); each try waits at most min(HEARTBEAT,
 # call timeout) for the broker's confirm. None (oslo.messaging's default)
 # tries for ever. Mirrors [worker] publish_retries.
-PUBLISH_RETRY = 0
+PUBLISH_RETRY = 1
 
 
 class Cluster(object):
