@@ -23,6 +23,7 @@ raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
 release alias below) so clients never send what old workers cannot take.
 """
 
+import kombu.exceptions
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
@@ -85,7 +86,9 @@ class AllocWorkerAPI(object):
                 return self._call(context, method, items=items,
                                   atomic=atomic, version=version,
                                   timeout=timeout)
-            except messaging.MessagingTimeout:
+            except (messaging.MessagingTimeout,
+                    messaging.MessageDeliveryFailure,
+                    kombu.exceptions.OperationalError):
                 if attempt + 1 == attempts:
                     raise
 
