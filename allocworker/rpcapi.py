@@ -34,8 +34,9 @@ VERSION = '1.3'
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
     '2026.2': '1.0',
-    # The release that brings scheduling (get_allocation_candidates, claim).
-    '2027.1': '1.3',
+    # allocworker's own releases, by the newest RPC version they serve.
+    '0.1': '1.2',
+    '0.2': '1.3',
 }
 
 
