@@ -86,6 +86,10 @@ CALLS = [
           "Replace a provider's aggregates", 'call'),
     _rule('reshape', ADMIN, 'Move inventories and allocations together',
           'call'),
+    _rule('placement_api', ADMIN_OR_SERVICE,
+          "Use Placement's HTTP API in allocworker-api (every route but "
+          "the version document), as Placement's own default allows only "
+          'admins and services', 'request'),
     _rule('allocation_candidates', ANYONE,
           'List the ways a request for resources could be placed', 'call'),
 ]

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 from allocworker.api.placement import aggregates
 from allocworker.api.placement import allocations
 from allocworker.api.placement import candidates
+from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import inventories
 from allocworker.api.placement import providers
@@ -19,6 +20,7 @@ from allocworker.api.placement import resource_classes
 from allocworker.api.placement import root
 from allocworker.api.placement import traits
 from allocworker.api.placement import usages
+from allocworker import policy
 
 LOG = logging.getLogger(__name__)
 
@@ -82,8 +84,13 @@ def dispatch(request):
         if handler is None:
             allowed = ', '.join(sorted(methods))
             raise http.HTTPError(
-                405, 'The method specified is not allowed for this '
-                'resource.', headers=[('Allow', allowed)])
+                405, 'The method %s is not allowed for this resource.'
+                % request.method, headers=[('Allow', allowed)])
+        if handler is not root.versions:
+            if request.method == 'GET':
+                http.check_accept(request.environ)
+            faults.call(policy.check, request.context, 'placement_api',
+                        'the Placement API')
         return handler(request, **match.groupdict())
     raise http.not_found('The resource could not be found.')
 
@@ -92,6 +99,7 @@ def application(environ, start_response):
     version, request_id = http.MIN_VERSION, None
     try:
         request = http.Request(environ)
+        http.check_framing(environ)
         version, request_id = request.version, request.context.request_id
         outcome = dispatch(request)
     except http.HTTPError as error:
