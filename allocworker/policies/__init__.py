@@ -70,6 +70,8 @@ CALLS = [
           'call'),
     _rule('delete_resource_class', ADMIN, 'Delete a custom resource class',
           'call'),
+    _rule('update_resource_class', ADMIN, 'Rename a custom resource class',
+          'call'),
     _rule('get_providers', ANYONE, 'Read providers and inventories',
           'call'),
     _rule('get_usages', ANYONE, "Read providers' usages", 'call'),

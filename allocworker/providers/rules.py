@@ -385,32 +385,3 @@ def list_resource_classes(context):
     with db.reader() as conn:
         return [{'name': name, 'status': 200}
                 for name in db_classes.names(conn)]
-
-
-def delete_resource_class(context, name):
-    """Delete a CUSTOM_ class no inventory or allocation uses."""
-    return _allowed_one(context, 'delete_resource_class',
-                        {'name': items.echo(name)}, _delete_resource_class,
-                        name)
-
-
-def _delete_resource_class(name):
-    name = validation.resource_class(name, 'name')
-    if name in os_resource_classes.STANDARDS:
-        raise validation.invalid('%s is a standard resource class and '
-                                 'cannot be deleted' % name)
-    retry.write(_remove_resource_class, name)
-    return {'name': name, 'status': 200}
-
-
-def _remove_resource_class(name):
-    with db.writer() as conn:
-        class_id = db_classes.ids_by_name(conn, [name]).get(name)
-        if class_id is None:
-            raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND_404,
-                              'No such resource class %s' % name)
-        if db_classes.in_use(conn, class_id):
-            raise codes.Fault(codes.RESOURCE_CLASS_IN_USE,
-                              'Unable to delete resource class %s: it is '
-                              'in use in inventory or allocations' % name)
-        db_classes.delete(conn, class_id)

@@ -39,5 +39,5 @@ def set_for_provider(request, uuid):
     item, = aggregates.set_provider_aggregates(request.context, uuid,
                                                generation, wanted)
     # Placement echoes the aggregates in the order they were sent.
-    item = dict(faults.checked(item), aggregates=wanted)
+    item = dict(faults.checked_write(item), aggregates=wanted)
     return http.Response(body=_body(request, item), cacheable=True)

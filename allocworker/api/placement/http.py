@@ -85,7 +85,7 @@ class Request(object):
             raise HTTPError(415, 'The media type %s is not supported, use %s'
                             % (self.media_type() or None, JSON))
         try:
-            data = json.loads(self.body() or b'null')
+            data = json.loads(self.body())
         except ValueError as exc:
             raise bad_request('Malformed JSON: %s' % exc)
         validate(data, schema)
@@ -108,6 +108,13 @@ FORMATS = jsonschema.FormatChecker(())
 @FORMATS.checks('uuid', raises=ValueError)
 def _is_uuid(value):
     return not isinstance(value, str) or bool(uuidlib.UUID(value))
+
+
+def is_uuid(value):
+    try:
+        return bool(uuidlib.UUID(value))
+    except ValueError:
+        return False
 
 
 def validate(data, schema):

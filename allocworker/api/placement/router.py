@@ -91,7 +91,13 @@ def dispatch(request):
                 http.check_accept(request.environ)
             faults.call(policy.check, request.context, 'placement_api',
                         'the Placement API')
-        return handler(request, **match.groupdict())
+        path = match.groupdict()
+        if 'uuid' in path and not http.is_uuid(path['uuid']):
+            # Placement looks a provider up by whatever string it is given,
+            # so a malformed uuid is simply not found.
+            raise http.not_found('No resource provider with uuid %s found'
+                                 % path['uuid'])
+        return handler(request, **path)
     raise http.not_found('The resource could not be found.')
 
 

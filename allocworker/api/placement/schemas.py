@@ -172,9 +172,7 @@ def resource_class():
 
 def list_traits():
     return _object({'name': {'type': 'string'},
-                    'associated': {'type': 'string',
-                                   'enum': ['true', 'false', 'True',
-                                            'False']}})
+                    'associated': {'type': 'string'}})
 
 
 def put_provider_traits():
