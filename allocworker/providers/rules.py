@@ -240,13 +240,15 @@ def replace_inventories_in(conn, provider_uuid, expected_generation, parsed,
 
 def settle_inventories(conn, provider_uuid, parsed):
     """After a reshape moved allocations: no class in use may have lost
-    its inventory, and over-capacity is marked where it now is."""
+    its inventory, and over-capacity is marked where it now is. A write
+    of its own, so it moves the generation; the new one."""
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     used = {name: amount for (_pid, name), amount in
             db_providers.usages(conn, [row.id]).items()}
     check_inventory_change(provider_uuid, parsed, used, force=True)
     _store_inventories(conn, row.id, parsed,
                        db_classes.ids_by_name(conn, parsed), used)
+    return moved_generation(conn, provider_uuid, row)
 
 
 def _store_inventories(conn, provider_id, parsed, class_ids, used):
@@ -263,14 +265,15 @@ def lock_at_generation(conn, provider_uuid, expected_generation):
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     if row is None:
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                          'provider %s does not exist' % provider_uuid)
+                          'provider %s does not exist' % provider_uuid,
+                          uuid=provider_uuid)
     if expected_generation is not None and \
             row.generation != expected_generation:
         raise codes.Fault(
             codes.PROVIDER_GENERATION_CONFLICT,
             'provider %s is at generation %d, not %d'
             % (provider_uuid, row.generation, expected_generation),
-            generation=row.generation)
+            uuid=provider_uuid, generation=row.generation)
     return row
 
 
