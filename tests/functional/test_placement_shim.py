@@ -75,6 +75,16 @@ def test_framing_errors_are_placements(placement):
     assert status == 403
     status, body = placement.request('GET', '/resource_providers/nonsense')
     assert status == 404
+    # A consumer is read by any string (nothing there), deleted by any
+    # string (404), written only by a uuid.
+    status, body = placement.request('GET', '/allocations/nonsense')
+    assert (status, body) == (200, {'allocations': {}})
+    assert placement.request('DELETE', '/allocations/nonsense')[0] == 404
+    status, body = placement.request('PUT', '/allocations/nonsense', {
+        'allocations': {}, 'consumer_generation': None, 'project_id': 'p',
+        'user_id': 'u', 'consumer_type': 'INSTANCE'})
+    assert status == 400
+    assert 'Malformed consumer_uuid' in body['errors'][0]['detail']
 
 
 def test_allocations_carry_mappings_from_1_34(placement):
