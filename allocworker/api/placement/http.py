@@ -105,9 +105,9 @@ class Request(object):
 FORMATS = jsonschema.FormatChecker(())
 
 
-@FORMATS.checks('uuid', raises=ValueError)
+@FORMATS.checks('uuid')
 def _is_uuid(value):
-    return not isinstance(value, str) or bool(uuidlib.UUID(value))
+    return not isinstance(value, str) or is_uuid(value)
 
 
 def is_uuid(value):

@@ -105,8 +105,8 @@ def application(environ, start_response):
     version, request_id = http.MIN_VERSION, None
     try:
         request = http.Request(environ)
-        http.check_framing(environ)
         version, request_id = request.version, request.context.request_id
+        http.check_framing(environ)
         outcome = dispatch(request)
     except http.HTTPError as error:
         outcome = error
