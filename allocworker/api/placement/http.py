@@ -54,7 +54,8 @@ class Response(object):
         self.status = status
         self.body = body
         self.headers = list(headers)
-        # GETs of state carry Last-Modified and Cache-Control from 1.15.
+        # Answers that carry state (GETs, and writes that echo what they
+        # wrote) have Last-Modified and Cache-Control from 1.15.
         self.cacheable = cacheable
 
 
