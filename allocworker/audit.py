@@ -10,7 +10,8 @@ from oslo_log import log as logging
 LOG = logging.getLogger('allocworker.audit')
 
 WRITES = frozenset([
-    'allocate', 'external_event', 'create_provider', 'delete_provider',
+    'allocate', 'claim', 'external_event', 'create_provider',
+    'delete_provider',
     'set_inventories', 'create_resource_class', 'create_group',
     'delete_group', 'add_members', 'remove_members',
 ])

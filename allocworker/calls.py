@@ -17,6 +17,8 @@ from allocworker.allocations import consumers
 from allocworker.events import external as events
 from allocworker.groups import membership as groups
 from allocworker.providers import rules as providers
+from allocworker.scheduling import claims
+from allocworker.scheduling import lookup
 
 LOG = logging.getLogger(__name__)
 
@@ -30,6 +32,7 @@ CALLS = {fn.__name__: fn for fn in (
     events.external_event, events.wait_for_events,
     groups.create_group, groups.delete_group, groups.add_members,
     groups.remove_members, groups.get_groups,
+    lookup.get_allocation_candidates, claims.claim,
 )}
 # Binding arguments is per call; reading a signature is not.
 _SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}

@@ -7,9 +7,9 @@ from allocworker import calls
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.2 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.3 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.2')
+    target = messaging.Target(version='1.3')
 
     # 1.0
 
@@ -70,3 +70,11 @@ class Manager(object):
 
     def get_groups(self, context, **kwargs):
         return calls.answer(context, 'get_groups', kwargs)
+
+    # 1.3
+
+    def get_allocation_candidates(self, context, **kwargs):
+        return calls.answer(context, 'get_allocation_candidates', kwargs)
+
+    def claim(self, context, **kwargs):
+        return calls.answer(context, 'claim', kwargs)

@@ -14,6 +14,7 @@ from oslo_context import context as oslo_context
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
+from allocworker import rpc_server
 
 _transport = None
 
@@ -58,7 +59,8 @@ def get_server(endpoints, topic, server_name):
     return messaging.get_rpc_server(
         get_transport(), target, endpoints,
         serializer=ContextSerializer(),
-        access_policy=messaging.DefaultRPCAccessPolicy)
+        access_policy=messaging.DefaultRPCAccessPolicy,
+        server_cls=rpc_server.Server)
 
 
 def get_client(topic, version, version_cap=None, timeout=None,

@@ -10,6 +10,8 @@ API version history:
     * 1.2 - Consumer groups: create_group, delete_group, add_members,
             remove_members, get_groups; allocate items may name a
             group_uuid to join.
+    * 1.3 - Scheduling: get_allocation_candidates, claim (find where a
+            consumer fits and write it there in one transaction).
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -26,11 +28,13 @@ import oslo_messaging as messaging
 from allocworker.conf import CONF
 from allocworker import rpc
 
-VERSION = '1.2'
+VERSION = '1.3'
 
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
     '2026.2': '1.0',
+    # The release that brings scheduling (get_allocation_candidates, claim).
+    '2027.1': '1.3',
 }
 
 
@@ -66,14 +70,20 @@ class AllocWorkerAPI(object):
         # Joining a group on allocation needs workers at 1.2 or later.
         joins = any(isinstance(i, dict) and i.get('group_uuid')
                     for i in items or ())
+        return self._call_keyed(context, 'allocate', items, atomic,
+                                '1.2' if joins else '1.0', timeout, retries)
+
+    def _call_keyed(self, context, method, items, atomic, version, timeout,
+                    retries):
+        """Send again after a timeout, up to ``retries`` times, only when
+        every item carries an idempotency key (a repeat writes nothing)."""
         keyed = bool(items) and all(
             isinstance(i, dict) and i.get('idempotency_key') for i in items)
         attempts = 1 + (retries if keyed else 0)
         for attempt in range(attempts):
             try:
-                return self._call(context, 'allocate', items=items,
-                                  atomic=atomic,
-                                  version='1.2' if joins else '1.0',
+                return self._call(context, method, items=items,
+                                  atomic=atomic, version=version,
                                   timeout=timeout)
             except messaging.MessagingTimeout:
                 if attempt + 1 == attempts:
@@ -168,3 +178,23 @@ class AllocWorkerAPI(object):
     def get_groups(self, context, uuids, timeout=None):
         return self._call(context, 'get_groups', version='1.2', uuids=uuids,
                           timeout=timeout)
+
+    # 1.3
+
+    def get_allocation_candidates(self, context, request, limit=1000,
+                                  timeout=None):
+        """Where ``request`` (design §3's granular request) would fit:
+        one item per candidate, none when nothing fits."""
+        return self._call(context, 'get_allocation_candidates',
+                          version='1.3', request=request, limit=limit,
+                          timeout=timeout)
+
+    def claim(self, context, items, atomic=False, timeout=None, retries=0):
+        """Find where each item's ``request`` fits and allocate it there,
+        in one transaction per item (one for all with ``atomic``).
+
+        ``retries`` as for ``allocate``: a timed-out call is sent again
+        only when every item carries an ``idempotency_key``.
+        """
+        return self._call_keyed(context, 'claim', items, atomic, '1.3',
+                                timeout, retries)

@@ -1,6 +1,7 @@
 """Reading consumers and their allocations: by consumer, by provider, and
 page by page. Every read is one statement, so one snapshot."""
 
+from allocworker.allocations import group_commit
 from allocworker import codes
 from allocworker import items as item_results
 from allocworker import policy
@@ -14,8 +15,8 @@ def get_allocations(context, consumer_uuids):
     validation.uuid_list(consumer_uuids, 'consumer_uuids',
                          CONF.worker.max_batch_items)
     wanted = item_results.each_uuid(consumer_uuids, 'consumer_uuids')
-    with db.reader() as conn:
-        found = db_allocations.describe(conn, item_results.valid(wanted))
+    valid = item_results.valid(wanted)
+    found = _reads.submit(valid, len(valid)) if valid else {}
     items = []
     for raw, uuid in zip(consumer_uuids, wanted):
         if isinstance(uuid, codes.Fault):
@@ -34,6 +35,20 @@ def get_allocations(context, consumer_uuids):
         else:
             items.append(consumer_item(*found[uuid]))
     return items
+
+
+def _describe_together(wanted):
+    """The consumers concurrent calls want, in one statement (one
+    snapshot for all of them): the same {uuid: ...} for each call."""
+    with db.statement() as conn:
+        found = db_allocations.describe(
+            conn, {uuid for uuids in wanted for uuid in uuids})
+    return [found] * len(wanted)
+
+
+# Concurrent get_allocations calls of this process share one query.
+_reads = group_commit.Combiner(_describe_together,
+                               lambda: CONF.worker.max_batch_items)
 
 
 def consumer_item(consumer, allocations):

@@ -27,6 +27,11 @@ from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 
 
+# Where a request of a shared transaction came from: its call's context,
+# the type its call gives new consumers, its index in its call.
+Origin = collections.namedtuple('Origin', ['context', 'new_type', 'index'])
+
+
 class BatchFailed(Exception):
     """Some items of a transaction are at fault; nothing was written."""
 
@@ -38,15 +43,30 @@ class BatchFailed(Exception):
 class Plan(object):
     """One write transaction's reads, judgement and writes."""
 
-    def __init__(self, conn, context, requests, atomic, new_type):
+    def __init__(self, conn, context, requests, atomic, new_type,
+                 origins=None):
+        """``origins``: {request index: Origin} when the requests come
+        from several calls (their indexes are then unique slots); each
+        request is judged under its own call's context and named by its
+        index in that call."""
         self.conn = conn
         self.new_type = new_type
         self.context = context
         self.requests = requests
         self.atomic = atomic
+        self.origins = origins or {}
         self.faults = {}
         self.replayed = {}
         self.new_rows = {}
+        self.changes = {}
+
+    def _origin(self, request):
+        return self.origins.get(request.index) or Origin(
+            self.context, self.new_type, request.index)
+
+    def _at(self, request):
+        """'items[N]', N the request's index in its own call."""
+        return 'items[%d]' % self._origin(request).index
 
     def _fail(self, request, fault):
         self.faults.setdefault(request.index, fault)
@@ -56,9 +76,13 @@ class Plan(object):
                 and r.index not in self.replayed]
 
     def check(self):
-        self._replay_keys()
         self._resolve_names()
         self._lock_consumers()
+        # Keys are looked up after the consumers are locked: a concurrent
+        # writer of the same keyed item that committed before the lock
+        # is then seen by both reads, or by the key lookup alone, and
+        # the item is replayed rather than judged against its result.
+        self._replay_keys()
         self._lock_groups()
         self._lock_providers()
         self._judge()
@@ -81,11 +105,12 @@ class Plan(object):
                 continue
             if seen.request_hash == r.digest:
                 self.replayed[r.index] = seen.answer
+                self.faults.pop(r.index, None)
             else:
-                self._fail(r, codes.Fault(
+                self.faults[r.index] = codes.Fault(
                     codes.IDEMPOTENCY_KEY_REUSED,
-                    'items[%d].idempotency_key %r was used for a different '
-                    'item' % (r.index, r.idempotency_key)))
+                    '%s.idempotency_key %r was used for a different '
+                    'item' % (self._at(r), r.idempotency_key))
 
     def _lock_groups(self):
         self.groups = groups.Judgement(self.conn, self.requests)
@@ -103,34 +128,35 @@ class Plan(object):
                 if provider_uuid not in self.provider_ids:
                     self._fail(r, codes.Fault(
                         codes.PROVIDER_NOT_IN_BODY,
-                        "items[%d].allocations: Allocation for resource "
+                        "%s.allocations: Allocation for resource "
                         "provider '%s' that does not exist"
-                        % (r.index, provider_uuid)))
+                        % (self._at(r), provider_uuid)))
                 for name in resources:
                     if name not in self.class_ids:
                         self._fail(r, codes.Fault(
                             codes.RESOURCE_CLASS_NOT_FOUND,
-                            'items[%d].allocations.%s: No such resource '
-                            'class %s' % (r.index, provider_uuid, name)))
+                            '%s.allocations.%s: No such resource '
+                            'class %s' % (self._at(r), provider_uuid, name)))
 
     def _lock_consumers(self):
         self.consumers = db_allocations.lock_consumers(
             self.conn, [r.consumer_uuid for r in self._live()])
         for r in self._live():
             consumer = self.consumers.get(r.consumer_uuid)
+            context = self._origin(r).context
             if consumer and consumer.project_id != r.project_id and \
-                    not policy.allowed(self.context, 'allocate',
+                    not policy.allowed(context, 'allocate',
                                        consumer.project_id):
                 self._fail(r, policy.denied(
-                    self.context, 'allocate', 'consumer %s of project %s'
+                    context, 'allocate', 'consumer %s of project %s'
                     % (r.consumer_uuid, consumer.project_id)))
                 continue
             current = consumer.generation if consumer else None
             if r.generation != current:
                 self._fail(r, codes.Fault(
                     codes.CONSUMER_GENERATION_CONFLICT,
-                    'items[%d]: consumer %s is at generation %s, not %s'
-                    % (r.index, r.consumer_uuid, _show(current),
+                    '%s: consumer %s is at generation %s, not %s'
+                    % (self._at(r), r.consumer_uuid, _show(current),
                        _show(r.generation)),
                     consumer_generation=current))
         self.old = db_allocations.rows_of(
@@ -226,8 +252,8 @@ class Plan(object):
             if new.get(key, 0) > old.get(key, 0):
                 self._fail(request, codes.Fault(
                     codes.CAPACITY_EXCEEDED,
-                    'items[%d]: %s on provider %s would be %d, above its '
-                    'capacity %g' % (request.index, key[1],
+                    '%s: %s on provider %s would be %d, above its '
+                    'capacity %g' % (self._at(request), key[1],
                                      self._uuid(key[0]), after[key],
                                      capacity.capacity(
                                          self.state.inventories[key]))))
@@ -241,9 +267,12 @@ class Plan(object):
         return self.uuid_of.get(provider_id, provider_id)
 
     def _check_units(self, request, key, amount, inventory):
+        why = inventory and capacity.unit_violation(inventory, amount)
+        if inventory is not None and not why:
+            return  # the common case, without building any message
         pid, name = key
-        where = 'items[%d].allocations.%s.%s' % (request.index,
-                                                 self._uuid(pid), name)
+        where = '%s.allocations.%s.%s' % (self._at(request),
+                                          self._uuid(pid), name)
         if inventory is None:
             self._fail(request, codes.Fault(
                 codes.INVENTORY_NOT_FOUND,
@@ -251,11 +280,9 @@ class Plan(object):
                 "invalid (the provider has no inventory of that class)"
                 % (where, name, self._uuid(pid))))
             return
-        why = capacity.unit_violation(inventory, amount)
-        if why:
-            self._fail(request, codes.Fault(
-                codes.ALLOCATION_UNIT_VIOLATION,
-                '%s: %d %s' % (where, amount, why)))
+        self._fail(request, codes.Fault(
+            codes.ALLOCATION_UNIT_VIOLATION, '%s: %d %s' % (where, amount,
+                                                            why)))
 
     def _count_usage(self, live):
         """Move the usage counters by what the committed items change."""
@@ -289,7 +316,8 @@ class Plan(object):
                 kinds[r.index] = consumer and consumer.consumer_type
                 continue
             if r.consumer_type or not consumer:
-                kinds[r.index] = r.consumer_type or self.new_type
+                kinds[r.index] = r.consumer_type or \
+                    self._origin(r).new_type
             else:
                 kinds[r.index] = consumer.consumer_type
             if consumer:
@@ -306,12 +334,11 @@ class Plan(object):
         db_allocations.delete_consumers(conn, emptied)
         results = dict(self.replayed)
         results.update(self.faults)
-        changes = []
         for r in live:
             generation = (now_held[r.consumer_uuid][1] if r.allocations
                           else None)
             results[r.index] = _success(r, generation)
-            changes.append(_change(r, generation, kinds[r.index]))
+            self.changes[r.index] = _change(r, generation, kinds[r.index])
         self._count_usage(live)
         db_allocations.insert_rows(conn, [
             (now_held[r.consumer_uuid][0], pid, self.class_ids[name], amount)
@@ -333,7 +360,7 @@ class Plan(object):
         if not db_providers.bump_generations(
                 conn, {pid: self.locked[pid].generation for pid in placed}):
             raise db.ConcurrentUpdate('provider')
-        return results, changes
+        return results, list(self.changes.values())
 
 
 def _change(request, generation, consumer_type):

@@ -13,6 +13,7 @@ import hashlib
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
 
+from allocworker.allocations import group_commit
 from allocworker.allocations import plan as allocation_plan
 from allocworker import codes
 from allocworker import items as item_results
@@ -91,6 +92,10 @@ def _digest(raw):
         'utf-8')).hexdigest()
 
 
+# Claims (scheduling/claims.py) compare their items by the same rule.
+item_digest = _digest
+
+
 def _parse_batch(batch):
     """[Request | Fault] in input order; a consumer named twice faults
     every item that names it."""
@@ -118,11 +123,11 @@ def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
     none: None records no type (Placement's API before 1.38)."""
     parsed = prepared(context, items)
     validation.boolean(atomic, 'atomic')
-    changes = []
     if atomic:
+        changes = []
         results = _allocate_atomic(context, parsed, changes, new_type)
     else:
-        results = _allocate_independent(context, parsed, changes, new_type)
+        results, changes = _allocate_independent(context, parsed, new_type)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return answers(items, results)
 
@@ -170,20 +175,82 @@ def _allocate_atomic(context, parsed, changes, new_type):
     return [outcome[r.index] for r in parsed]
 
 
-def _allocate_independent(context, parsed, changes, new_type):
-    """All valid items in one transaction, judged one after the other; if
-    that transaction fails unexpectedly, each item gets its own, so only
-    the item at fault answers 500."""
+class _Call(object):
+    """The valid items of one independent call, waiting for a shared
+    transaction."""
+    __slots__ = ('context', 'requests', 'new_type')
+
+    def __init__(self, context, requests, new_type):
+        self.context, self.requests, self.new_type = \
+            context, requests, new_type
+
+    def keys(self):
+        """What two calls in one transaction must not share."""
+        keys = {r.consumer_uuid for r in self.requests}
+        keys.update(('key', r.idempotency_key) for r in self.requests
+                    if r.idempotency_key)
+        return keys
+
+
+def _allocate_independent(context, parsed, new_type):
+    """([result | Fault] in input order, notification payloads).
+
+    The valid items join those of concurrent calls in one shared
+    transaction (``group_commit``); each is judged exactly as if its call
+    ran alone, right after the calls before it in that transaction."""
     requests = [r for r in parsed if isinstance(r, Request)]
-    outcome = _guarded(context, requests, changes, False, new_type) \
-        if requests else {}
+    if not requests:
+        return parsed, []
+    call = _Call(context, requests, new_type)
+    outcome, changes = _shared.submit(call, len(requests), call.keys())
+    return [r if isinstance(r, codes.Fault) else outcome[r.index]
+            for r in parsed], changes
+
+
+def _write_calls(calls):
+    """Run the calls' items in one transaction; [(outcome, changes)]
+    per call. If that transaction fails for any reason but an item's own
+    fault, each call runs again alone, so a failure shared by chance
+    never reaches a call that would not have met it."""
+    if len(calls) == 1:
+        return [_write_alone(calls[0])]
+    requests, origins, owner = [], {}, []
+    for n, call in enumerate(calls):
+        for r in call.requests:
+            origins[len(requests)] = allocation_plan.Origin(
+                call.context, call.new_type, r.index)
+            owner.append((n, r.index))
+            requests.append(r._replace(index=len(requests)))
+    try:
+        results, changes = retry.write(_write, calls[0].context, requests,
+                                       False, None, origins)
+    except Exception as exc:
+        LOG.warning('a transaction shared by %d calls failed (%s: %s); '
+                    'each call runs again on its own', len(calls),
+                    type(exc).__name__, exc)
+        return [_write_alone(call) for call in calls]
+    answered = [({}, []) for _ in calls]
+    for slot, (n, index) in enumerate(owner):
+        answered[n][0][index] = results[slot]
+        if slot in changes:
+            answered[n][1].append(changes[slot])
+    return answered
+
+
+def _write_alone(call):
+    """One call's items in one transaction; if that transaction fails
+    unexpectedly, each item gets its own, so only the item at fault
+    answers 500."""
+    changes = []
+    context, requests = call.context, call.requests
+    outcome = _guarded(context, requests, changes, False, call.new_type)
     if any(_is_unexpected(o) for o in outcome.values()) and \
             len(requests) > 1:
         outcome = {}
         for r in requests:
-            outcome.update(_guarded(context, [r], changes, False, new_type))
-    return [r if isinstance(r, codes.Fault) else outcome[r.index]
-            for r in parsed]
+            outcome.update(_guarded(context, [r], changes, False,
+                                    call.new_type))
+    return outcome, changes
 
 
 def _is_unexpected(outcome):
@@ -235,9 +302,17 @@ def _guarded(context, requests, changes, atomic, new_type):
         return {r.index: codes.unexpected(request_id) for r in requests}
 
 
-def _write(context, requests, atomic, new_type):
+def _write(context, requests, atomic, new_type, origins=None):
+    """One transaction: (results, payloads), or with ``origins`` (a
+    shared transaction) (results, {index: payload})."""
     with db.writer() as conn:
         plan = allocation_plan.Plan(conn, context, requests, atomic,
-                                    new_type)
+                                    new_type, origins)
         plan.check()
-        return plan.commit()
+        results, changes = plan.commit()
+        return results, (plan.changes if origins else changes)
+
+
+# Independent calls of this process share transactions (group commit).
+_shared = group_commit.Combiner(
+    _write_calls, lambda: CONF.worker.shared_transaction_items)

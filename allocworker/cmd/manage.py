@@ -4,6 +4,7 @@ It talks to the database through the same service layer as the worker, so
 every rule and every error code is the one RPC callers see.
 """
 
+import json
 import sys
 
 from oslo_config import cfg
@@ -20,6 +21,7 @@ from allocworker.db import migration
 from allocworker.events import external as events
 from allocworker.groups import membership as groups
 from allocworker.providers import rules as providers
+from allocworker.scheduling import lookup
 
 
 class CommandError(Exception):
@@ -264,6 +266,28 @@ def audit():
                            % len(breaches))
 
 
+def candidates():
+    """One row per provider of each candidate (the RPC call's answer)."""
+    args = CONF.command
+    try:
+        request = json.loads(args.request) if args.request else {
+            'groups': [{'resources': {
+                name: int(amount) for name, amount in (
+                    part.split(':') for part in args.resources.split(','))}}]}
+    except (AttributeError, ValueError) as exc:
+        raise CommandError('give --request JSON or --resources A:1,B:2 (%s)'
+                           % exc)
+    found = lookup.get_allocation_candidates(_context(), request, args.limit)
+    _emit(found if args.format == 'json' else [
+        {'candidate': n, 'root_uuid': c['root_uuid'], 'provider': provider,
+         'resources': wanted, 'used': c['providers'][provider]['used'],
+         'capacity': c['providers'][provider]['capacity']}
+        for n, c in enumerate(found, 1)
+        for provider, wanted in sorted(c['allocations'].items())],
+        ['candidate', 'root_uuid', 'provider', 'resources', 'used',
+         'capacity'])
+
+
 # -- the command tree ----------------------------------------------------
 
 def _add(subparsers, name, handler, help_text, args=()):
@@ -363,6 +387,14 @@ def add_command_parsers(subparsers):
                   [(['--grace-seconds'], dict(
                       type=int, default=0,
                       help='tolerate held events this late for expiry'))])
+    parser.set_defaults(action=None)
+
+    parser = _add(subparsers, 'candidates', candidates,
+                  'where a request would fit (get_allocation_candidates)',
+                  [(['--request'], dict(help="design's request as JSON")),
+                   (['--resources'], dict(help='shorthand for one group: '
+                                          'VCPU:2,MEMORY_MB:1024')),
+                   (['--limit'], dict(type=int, default=1000))])
     parser.set_defaults(action=None)
 
     sub = _category(subparsers, 'event', 'external events')

@@ -17,6 +17,14 @@ api_opts = [
                help='How allocworker-api authenticates callers.'),
     cfg.IntOpt('threads', default=16, min=1,
                help='Requests allocworker-api serves at once.'),
+    cfg.BoolOpt('randomize_allocation_candidates', default=False,
+                help='Return allocation candidates starting from a random '
+                     'root provider and in shuffled order, so that '
+                     'schedulers asking with a limit do not all see the '
+                     'same first hosts (like Placement\'s [placement] '
+                     'randomize_allocation_candidates). When False, '
+                     'candidates come in the order their root providers '
+                     'were created.'),
 ]
 
 

@@ -21,6 +21,12 @@ worker_opts = [
     cfg.IntOpt('max_batch_items', default=1000, min=1,
                help='Largest number of items one call may carry; a larger '
                     'call is refused whole with 400 invalid_request.'),
+    cfg.IntOpt('shared_transaction_items', default=250, min=1,
+               help='Most items of concurrent independent allocate calls '
+                    'one worker process writes in one shared transaction '
+                    '(group commit); a call is never split, and a larger '
+                    'call runs on its own. Bounds how long one shared '
+                    'transaction holds the calls in it.'),
     cfg.IntOpt('idempotency_seconds', default=3600, min=1,
                help='How long an allocate answer is remembered under its '
                     'idempotency_key.'),

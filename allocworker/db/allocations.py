@@ -34,13 +34,27 @@ _CONSUMER_COLUMNS = [_c.c.id, _c.c.uuid, _c.c.project_id, _c.c.user_id,
                      _c.c.consumer_type, _c.c.generation]
 
 
+# The hot path's statements are built once, with their lists as
+# expanding parameters: each call only binds values, and SQLAlchemy's
+# compiled cache finds the statement by identity of shape.
+_LOCK_CONSUMERS = api.for_update(
+    sa.select(*_CONSUMER_COLUMNS)
+    .where(_c.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+    .order_by(_c.c.uuid))
+_ROWS_OF = (sa.select(_alloc.c.consumer_id, _alloc.c.provider_id,
+                      _rc.c.name, _alloc.c.used)
+            .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+            .where(_alloc.c.consumer_id.in_(
+                sa.bindparam('ids', expanding=True))))
+_DELETE_ROWS = sa.delete(_alloc).where(_alloc.c.consumer_id.in_(
+    sa.bindparam('ids', expanding=True)))
+
+
 def lock_consumers(conn, uuids):
     """Lock the consumers that exist, in uuid order; {uuid: Consumer}."""
     if not uuids:
         return {}
-    rows = conn.execute(api.for_update(
-        sa.select(*_CONSUMER_COLUMNS).where(_c.c.uuid.in_(sorted(uuids)))
-        .order_by(_c.c.uuid)))
+    rows = conn.execute(_LOCK_CONSUMERS, {'uuids': sorted(uuids)})
     return {row.uuid: _consumer(row) for row in rows}
 
 
@@ -48,20 +62,16 @@ def rows_of(conn, consumer_ids):
     """{consumer_id: {(provider_id, class_name): used}}."""
     if not consumer_ids:
         return {}
-    query = (sa.select(_alloc.c.consumer_id, _alloc.c.provider_id,
-                       _rc.c.name, _alloc.c.used)
-             .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
-             .where(_alloc.c.consumer_id.in_(sorted(consumer_ids))))
     found = collections.defaultdict(dict)
-    for consumer_id, provider_id, name, used in conn.execute(query):
+    for consumer_id, provider_id, name, used in conn.execute(
+            _ROWS_OF, {'ids': sorted(consumer_ids)}):
         found[consumer_id][(provider_id, name)] = used
     return found
 
 
 def delete_rows(conn, consumer_ids):
     if consumer_ids:
-        conn.execute(sa.delete(_alloc)
-                     .where(_alloc.c.consumer_id.in_(sorted(consumer_ids))))
+        conn.execute(_DELETE_ROWS, {'ids': sorted(consumer_ids)})
 
 
 def insert_rows(conn, rows):
@@ -147,12 +157,16 @@ def _describe_query():
             .join(_rc, _alloc.c.resource_class_id == _rc.c.id))
 
 
+_DESCRIBE = _describe_query().where(
+    _c.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+
+
 def describe(conn, uuids):
     """Consumers with their allocations, in one statement (one snapshot)."""
     if not uuids:
         return {}
-    query = _describe_query().where(_c.c.uuid.in_(sorted(set(uuids))))
-    return _described(conn.execute(query))
+    return _described(conn.execute(_DESCRIBE,
+                                   {'uuids': sorted(set(uuids))}))
 
 
 def on_provider(conn, provider_uuid):

@@ -92,6 +92,32 @@ def reader():
 
 
 @contextlib.contextmanager
+def snapshot():
+    """One read transaction whose statements all see the same snapshot:
+    REPEATABLE READ for this transaction on PostgreSQL and MySQL (whose
+    default here is READ COMMITTED, where each statement sees the latest
+    commits). SQLite's reader transaction is one WAL snapshot already."""
+    with _get_facade().reader.connection.using(_Scope()) as conn:
+        if conn.dialect.name != 'sqlite':
+            conn.exec_driver_sql(
+                'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        yield conn
+
+
+@contextlib.contextmanager
+def statement():
+    """A connection for one read statement, outside any transaction: one
+    statement is one snapshot on every backend, and BEGIN and ROLLBACK
+    would be two more round trips for nothing. Not for several
+    statements that must agree (use ``snapshot()``)."""
+    engine = _get_facade().reader.get_engine()
+    with engine.connect() as conn:
+        if conn.dialect.name != 'sqlite':
+            conn = conn.execution_options(isolation_level='AUTOCOMMIT')
+        yield conn
+
+
+@contextlib.contextmanager
 def writer():
     """One write transaction; yields its connection."""
     with _get_facade().writer.connection.using(_Scope()) as conn:

@@ -50,6 +50,13 @@ def remember(conn, entries):
             for key, digest, answer in entries])
 
 
+def amend(conn, key, answer):
+    """Replace the answer remembered under ``key`` (written by this
+    transaction) with a fuller one."""
+    conn.execute(sa.update(_k).where(_k.c.key == key)
+                 .values(answer=jsonutils.dumps(answer)))
+
+
 def expire(conn, max_age):
     return conn.execute(sa.delete(_k).where(
         _k.c.created_at < _window_start(max_age))).rowcount

@@ -62,6 +62,20 @@ def lock(conn, provider_ids):
     return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
 
 
+def lock_unless_taken(conn, provider_ids):
+    """Lock providers in id order, skipping rows another transaction holds
+    locked (SKIP LOCKED); True when every one of them is now locked by
+    this transaction. SQLite has one writer at a time: always True."""
+    if not provider_ids:
+        return True
+    if conn.dialect.name == 'sqlite':
+        return True
+    rows = conn.execute(
+        sa.select(_p.c.id).where(_p.c.id.in_(sorted(provider_ids)))
+        .order_by(_p.c.id).with_for_update(skip_locked=True))
+    return len(rows.all()) == len(set(provider_ids))
+
+
 def roots_of(conn, provider_ids):
     """{provider_id: root_provider_id}."""
     if not provider_ids:

@@ -60,6 +60,12 @@ CALLS = [
           'call'),
     _rule('get_groups', ADMIN_SERVICE_OR_OWNER,
           'Read a group; the target is its project', 'group'),
+    _rule('get_allocation_candidates', ANYONE,
+          'Ask where a request for resources would fit (reads providers '
+          'and usages only)', 'call'),
+    _rule('claim', ADMIN_SERVICE_OR_OWNER,
+          'Find where a consumer fits and allocate it there; the target is '
+          "the item's project (the allocate rule applies as well)"),
     _rule('create_provider', ADMIN, 'Create a resource provider', 'call'),
     _rule('delete_provider', ADMIN, 'Delete a resource provider', 'call'),
     _rule('update_provider', ADMIN,

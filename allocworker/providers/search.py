@@ -1,58 +1,62 @@
 """Finding providers by name, uuid, tree, aggregates, traits and room for
-resources (Placement's ``GET /resource_providers`` filters)."""
+resources (Placement's ``GET /resource_providers`` filters). The filters
+are a single-provider ``Group`` of the request syntax
+(``scheduling/request.py``), judged in SQL (``db/candidates.py``)."""
 
 from allocworker import codes
 from allocworker import policy
-from allocworker.providers import snapshot as provider_snapshot
 from allocworker.providers import rules as providers
 from allocworker import validation
 from allocworker.db import api as db
+from allocworker.db import candidates as db_candidates
+from allocworker.db import providers as db_providers
+from allocworker.db import resource_classes as db_classes
 from allocworker.db import traits as db_traits
 
 
-def find_providers(context, name=None, uuid=None, in_tree=None,
-                   member_of=(), required=(), forbidden=(), resources=None):
-    """Provider items (as get_providers') passing every filter given.
-    ``member_of`` is a list of aggregate sets the provider must each meet;
-    ``resources`` {class: amount} the provider must have room for."""
+def find_providers(context, name=None, uuid=None, group=None):
+    """Provider items (as get_providers', by name) passing every filter:
+    the provider itself carries ``group``'s traits, is in its aggregates,
+    has room for its resources, and is in the tree of its ``in_tree``."""
     if uuid is not None:
         uuid = validation.uuid(uuid, 'uuid')
-    if in_tree is not None:
-        in_tree = validation.uuid(in_tree, 'in_tree')
-    required, forbidden = set(required), set(forbidden)
-    _known_traits(required | forbidden)
     policy.check(context, 'get_providers', 'providers')
-    world = provider_snapshot.read()
-    roots = None
-    if in_tree is not None:
-        anchor = world.providers.get(in_tree)
-        roots = {anchor.root_uuid} if anchor else set()
-    found = []
-    for provider_uuid, provider in sorted(world.providers.items(),
-                                          key=lambda kv: kv[1].name):
-        traits = world.traits.get(provider_uuid, set())
-        aggregates = world.aggregates.get(provider_uuid, set())
-        if (name is not None and provider.name != name) or \
-                (uuid is not None and provider_uuid != uuid) or \
-                (roots is not None and provider.root_uuid not in roots) or \
-                any(not (set(group) & aggregates) for group in member_of) or \
-                not required <= traits or traits & forbidden:
-            continue
-        if resources and not all(
-                world.can_supply(provider_uuid, cls, amount)
-                for cls, amount in resources.items()):
-            continue
-        found.append(providers.described_item(
-            provider, world.classes[provider_uuid]))
-    return found
-
-
-def _known_traits(names):
-    if not names:
-        return
     with db.reader() as conn:
-        known = db_traits.ids_by_name(conn, names)
-    unknown = sorted(n for n in names if n not in known)
+        matching = _matching(conn, name, uuid, group)
+        if not matching:
+            return []
+        described = db_providers.describe(conn, matching)
+    return [providers.described_item(p, classes) for p, classes in described]
+
+
+def _matching(conn, name, uuid, group):
+    if group is None:
+        return db_candidates.matching_providers(
+            conn, db_candidates.NO_FILTERS, name=name, uuid=uuid)
+    traits = group.required | group.forbidden | frozenset().union(
+        *group.any_traits)
+    trait_ids = db_traits.ids_by_name(conn, traits)
+    unknown = sorted(traits - set(trait_ids))
     if unknown:
         raise codes.Fault(codes.TRAIT_NOT_IN_BODY, 'No such trait(s): %s.'
                           % ', '.join(unknown))
+    class_ids = db_classes.ids_by_name(conn, sorted(group.resources))
+    for class_name in sorted(group.resources):
+        if class_name not in class_ids:
+            raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
+                              'No such resource class %s.' % class_name)
+    in_tree = None
+    if group.in_tree is not None:
+        anchor = db_candidates.node(conn, group.in_tree)
+        if anchor is None:
+            return []
+        in_tree = anchor.root_id
+    filters = db_candidates.Filters(
+        [trait_ids[t] for t in group.required],
+        [[trait_ids[t] for t in names] for names in group.any_traits],
+        [trait_ids[t] for t in group.forbidden],
+        group.member_of, group.forbidden_aggregates)
+    return db_candidates.matching_providers(
+        conn, filters, [(class_ids[n], amount)
+                        for n, amount in sorted(group.resources.items())],
+        in_tree, name, uuid)

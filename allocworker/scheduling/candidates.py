@@ -1,72 +1,226 @@
-"""Allocation candidates: the ways a request for resources could be
-placed right now (Placement's ``GET /allocation_candidates``, its
-unnumbered request group).
+"""Allocation candidates: where a request (``scheduling/request.py``)
+could be placed right now, with Placement's semantics.
 
-A candidate takes every requested class from one provider each: providers
-of one tree, plus sharing providers (MISC_SHARES_VIA_AGGREGATE) that share
-an aggregate with that tree. Every provider used must pass the capacity
-and unit rules of ``capacity``; together they must carry the required
-traits and none of the forbidden ones. Candidates are advice read from one
-snapshot: ``allocate`` judges again when the caller claims one.
+Interface
+---------
+``find(request, limit=None, randomize=False, conn=None, nested=True)``
+    -> ``Found(candidates, providers)``. Reads in ``conn`` when given (so
+    a caller can search inside its own write transaction), else in a
+    reader transaction of its own. Raises ``Fault`` 400
+    ``resource_class.not_found`` / ``trait.not_found`` for unknown names.
+    ``nested`` False is Placement before 1.29: no candidate takes two
+    providers of one tree, and summaries show only providers used.
+``Candidate``: ``root_uuid`` (the tree the candidate is anchored in),
+    ``allocations`` {provider uuid: {class: amount}}, ``mappings``
+    {group label: [provider uuids]}.
+``providers``: {uuid: ``Summary(uuid, parent_uuid, root_uuid,
+    resources {class: {"capacity", "used"}}, traits [in trait id
+    order])}`` for every provider of every tree a candidate allocates
+    from.
+``allocation_candidates(context, request, limit=None, nested=True)``:
+    the policy check, then ``find`` with ``[api]
+    randomize_allocation_candidates``.
+
+How: the database does the filtering, one request group and resource
+class at a time, for a slice of root providers at a time (in id order,
+or from a random root on when randomising): which providers have room,
+carry the traits, sit in the aggregates and tree asked (``db/candidates``).
+Python then combines, per root, only the providers that passed, and
+stops once ``limit`` candidates are found, so memory depends on the
+slice and the limit, never on the number of providers.
+
+Rules (Placement's): a numbered group is met by one provider, with the
+traits and aggregates itself. The unnumbered group takes each class from
+one provider of the tree or a sharing provider; its required traits are
+met by the providers it uses together, a forbidden trait by none of them,
+and its aggregates by each provider or by the tree's root. A provider
+with MISC_SHARES_VIA_AGGREGATE serves every tree that shares one of its
+aggregates (for the unnumbered group only without ``in_tree``).
+``isolate`` gives every numbered group its own provider; ``same_subtree``
+needs one provider of the set above all the others; ``root_required``
+filters the roots. Candidates are advice: ``allocate`` judges again.
 """
 
-import itertools
+import collections
+import random
 
+from allocworker.allocations import capacity
+from allocworker import codes
+from allocworker.conf import CONF
 from allocworker import policy
-from allocworker.providers import snapshot as provider_snapshot
-from allocworker import validation
+from allocworker.db import api as db
+from allocworker.db import candidates as db_candidates
+from allocworker.db import resource_classes as db_classes
+from allocworker.db import traits as db_traits
+from allocworker.scheduling import combine
+
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+FIRST_SLICE = 250
+LARGEST_SLICE = 2000
+
+Candidate = collections.namedtuple('Candidate', ['root_uuid', 'allocations',
+                                                 'mappings'])
+Found = collections.namedtuple('Found', ['candidates', 'providers'])
+Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
+                                             'root_uuid', 'resources',
+                                             'traits'])
+# One group's search: its classes as (name, id, amount), the SQL filters.
+_Plan = collections.namedtuple('_Plan', [
+    'group', 'classes', 'filters', 'tree_filters', 'sharing_filters',
+    'in_tree'])
 
 
-def allocation_candidates(context, resources, required=(), forbidden=(),
-                          member_of=(), in_tree=None, limit=None):
-    """One item: ``allocation_requests`` ([{provider: {class: amount}}])
-    and ``provider_summaries`` ({provider: summary}) of the providers
-    involved. ``member_of`` is a list of aggregate sets, each of which
-    the tree must meet."""
-    validation.mapping(resources, 'resources')
-    for name, amount in resources.items():
-        validation.resource_class(name, 'resources key')
-        validation.integer(amount, 'resources.%s' % name, minimum=1)
+def allocation_candidates(context, request, limit=None, nested=True):
     policy.check(context, 'allocation_candidates', 'allocation candidates')
-    world = provider_snapshot.read()
-    required, forbidden = set(required), set(forbidden)
-    requests, involved = [], set()
-    seen = set()
-    for root in sorted(world.trees):
-        tree = world.trees[root]
-        if in_tree is not None:
-            anchor = world.providers.get(in_tree)
-            if anchor is None or anchor.root_uuid != root:
-                continue
-        tree_aggs = world.aggregates_of(tree)
-        if any(not (set(wanted) & tree_aggs) for wanted in member_of):
-            continue
-        pool = tree + world.sharing_with(set(tree), tree_aggs)
-        options = []
-        for name in sorted(resources):
-            options.append([u for u in pool
-                            if world.can_supply(u, name, resources[name])])
-        for choice in itertools.product(*options):
-            if not set(choice) & set(tree):
-                continue
-            traits = set().union(*(world.traits.get(u, set())
-                                   for u in set(choice)))
-            if not required <= traits or traits & forbidden:
-                continue
-            request = {}
-            for name, uuid in zip(sorted(resources), choice):
-                request.setdefault(uuid, {})[name] = resources[name]
-            key = tuple(sorted((u, tuple(sorted(r.items())))
-                               for u, r in request.items()))
-            if key in seen:
-                continue
-            seen.add(key)
-            requests.append(request)
-            involved |= set(tree) | set(choice)
-        if limit is not None and len(requests) >= limit:
-            requests = requests[:limit]
+    return find(request, limit,
+                randomize=CONF.api.randomize_allocation_candidates,
+                nested=nested)
+
+
+def find(request, limit=None, randomize=False, conn=None, nested=True):
+    if conn is None:
+        with db.reader() as conn:
+            return _find(conn, request, limit, randomize, nested)
+    return _find(conn, request, limit, randomize, nested)
+
+
+def _find(conn, request, limit, randomize, nested):
+    trait_ids = _trait_ids(conn, request)
+    class_ids = _class_ids(conn, request)
+    sharing = db_traits.ids_by_name(conn, [SHARING_TRAIT]).get(SHARING_TRAIT)
+    plans, allowed = [], None
+    for group in request.groups:
+        plan = _plan(conn, group, class_ids, trait_ids)
+        if plan is None:
+            return Found([], {})
+        plans.append(plan)
+        if plan.in_tree is not None:
+            anchors = {plan.in_tree}
+            if group.single_provider and sharing is not None:
+                anchors |= db_candidates.sharing_anchors(conn, plan.in_tree,
+                                                         sharing)
+            allowed = anchors if allowed is None else allowed & anchors
+    search = combine.Search(conn, request, plans, sharing, nested,
+                            Candidate)
+    found, seen = [], set()
+    for chunk in _slices(conn, request, trait_ids, allowed, randomize):
+        found.extend(search.slice(
+            chunk, seen, None if limit is None else limit - len(found),
+            every_root=allowed is None and not (
+                request.root_required or request.root_forbidden)))
+        if limit is not None and len(found) >= limit:
             break
-    return [{'allocation_requests': requests,
-             'provider_summaries': {u: world.summary(u) for u in
-                                    sorted(involved)},
-             'status': 200}]
+    if randomize:
+        random.shuffle(found)
+    return Found(found, _summaries(conn, found, nested))
+
+
+def _summaries(conn, found, nested):
+    """Every provider of the trees the candidates allocate from (only
+    the providers used, when not ``nested``)."""
+    used = {u for c in found for u in c.allocations}
+    if not used:
+        return {}
+    by_uuid = {n.uuid: n for n in db_candidates.nodes_by_uuid(conn, used)}
+    if nested:
+        nodes = db_candidates.nodes(
+            conn, {n.root_id for n in by_uuid.values()})
+    else:
+        nodes = {n.id: n for n in by_uuid.values()}
+    uuids = {n.id: n.uuid for n in nodes.values()}
+    missing = {n.root_id for n in nodes.values()} | {
+        n.parent_id for n in nodes.values() if n.parent_id}
+    missing -= set(uuids)
+    uuids.update({n.id: n.uuid for n in db_candidates.nodes(
+        conn, (), missing).values()})
+    inventories = db_candidates.inventories(conn, set(nodes))
+    traits = db_candidates.traits(conn, set(nodes))
+    return {node.uuid: Summary(
+        node.uuid, uuids.get(node.parent_id), uuids[node.root_id],
+        {name: {'capacity': int(capacity.capacity(inventory)),
+                'used': used_}
+         for name, (inventory, used_) in inventories[pid].items()},
+        list(traits[pid])) for pid, node in nodes.items()}
+
+
+def _trait_ids(conn, request):
+    """{name: id} of every trait the request names; 400 for unknown
+    ones (root_required first, as Placement checks it first)."""
+    ids = {}
+    named = [request.root_required | request.root_forbidden]
+    for group in request.groups:
+        named.append(group.required | group.forbidden |
+                     frozenset().union(*group.any_traits))
+    for names in named:
+        if names:
+            found = db_traits.ids_by_name(conn, names)
+            unknown = sorted(set(names) - set(found))
+            if unknown:
+                raise codes.Fault(codes.TRAIT_NOT_IN_BODY,
+                                  'No such trait(s): %s.'
+                                  % ', '.join(unknown))
+            ids.update(found)
+    return ids
+
+
+def _class_ids(conn, request):
+    names = set().union(*(g.resources for g in request.groups))
+    found = db_classes.ids_by_name(conn, sorted(names))
+    for group in request.groups:
+        for name in group.resources:
+            if name not in found:
+                raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND,
+                                  'No such resource class %s.' % name)
+    return found
+
+
+def _plan(conn, group, class_ids, trait_ids):
+    """How to search for one group; None when nothing can meet it."""
+    in_tree = None
+    if group.in_tree is not None:
+        anchor = db_candidates.node(conn, group.in_tree)
+        if anchor is None:
+            return None
+        in_tree = anchor.root_id
+    classes = [(name, class_ids[name], amount)
+               for name, amount in sorted(group.resources.items())]
+    ids = db_candidates.Filters(
+        [trait_ids[t] for t in group.required],
+        [[trait_ids[t] for t in names] for names in group.any_traits],
+        [trait_ids[t] for t in group.forbidden],
+        group.member_of, group.forbidden_aggregates)
+    if group.single_provider:
+        return _Plan(group, classes, ids, None, ids, in_tree)
+    # The unnumbered group: traits are judged on the providers a candidate
+    # uses together (only a forbidden one can be ruled out per provider).
+    own = db_candidates.Filters((), (), ids.forbidden, (), ())
+    tree = db_candidates.Filters((), (), (), ids.member_of,
+                                 ids.forbidden_aggregates)
+    shared = None
+    if in_tree is None:
+        shared = db_candidates.Filters((), (), ids.forbidden, ids.member_of,
+                                       ())
+    return _Plan(group, classes, own, tree, shared, in_tree)
+
+
+def _slices(conn, request, trait_ids, allowed, randomize):
+    """Sets of root ids, a slice at a time, in id order (from a random
+    root on, wrapping round, when randomising)."""
+    required = [trait_ids[t] for t in request.root_required]
+    forbidden = [trait_ids[t] for t in request.root_forbidden]
+    passes = [(None, None)]
+    if randomize:
+        bounds = db_candidates.root_id_range(conn)
+        if bounds:
+            start = random.randint(bounds[0], bounds[1])
+            passes = [(start - 1, None), (None, start)]
+    size = FIRST_SLICE
+    for after, before in passes:
+        while True:
+            chunk = db_candidates.roots(conn, after, size, before, required,
+                                        forbidden, allowed)
+            if not chunk:
+                break
+            yield chunk
+            after = chunk[-1]
+            size = min(size * 2, LARGEST_SLICE)

@@ -1,6 +1,8 @@
 """Small steps the functional tests share, written against the wire
 contract only."""
 
+from concurrent import futures
+import threading
 import uuid
 
 
@@ -49,3 +51,17 @@ def usage(rpc, provider_uuid):
 def assert_fault(item, status, code):
     assert (item['status'], item.get('code')) == (status, code), item
     assert isinstance(item.get('detail'), str) and item['detail'], item
+
+
+def in_parallel(fn, jobs, clients=16):
+    """``fn(job)`` of every job from ``clients`` threads, started together
+    when there are no more jobs than threads; results in job order."""
+    start = threading.Barrier(min(clients, len(jobs)))
+
+    def run(job):
+        if len(jobs) <= clients:
+            start.wait()
+        return fn(job)
+
+    with futures.ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(run, jobs))

@@ -8,7 +8,6 @@ import pytest
 
 from allocworker.providers import aggregates
 from allocworker.allocations import writes as allocations
-from allocworker.scheduling import candidates
 from allocworker.allocations import consumers
 from allocworker.providers import tree as provider_tree
 from allocworker.providers import rules as providers
@@ -82,38 +81,6 @@ def test_aggregates_replace_and_move_the_generation():
     assert (item['generation'], item['aggregates']) == (1, [])
     missing, = aggregates.get_provider_aggregates(None, str(uuid.uuid4()))
     assert missing['code'] == 'provider.not_found'
-
-
-def test_candidates_use_sharing_providers_and_honour_traits():
-    compute = new_provider({'VCPU': {'total': 8}, 'DISK_GB': {'total': 100}})
-    shared = new_provider({'DISK_GB': {'total': 1000}})
-    agg = str(uuid.uuid4())
-    traits.set_provider_traits(None, shared['uuid'], shared['generation'],
-                               ['MISC_SHARES_VIA_AGGREGATE',
-                                'STORAGE_DISK_SSD'])
-    aggregates.set_provider_aggregates(None, shared['uuid'], None, [agg])
-    aggregates.set_provider_aggregates(None, compute['uuid'], None, [agg])
-    found, = candidates.allocation_candidates(
-        None, {'VCPU': 1, 'DISK_GB': 200}, required=['STORAGE_DISK_SSD'],
-        in_tree=compute['uuid'])
-    assert found['allocation_requests'] == [
-        {compute['uuid']: {'VCPU': 1}, shared['uuid']: {'DISK_GB': 200}}]
-    small, = candidates.allocation_candidates(
-        None, {'VCPU': 1, 'DISK_GB': 50}, forbidden=['STORAGE_DISK_SSD'],
-        in_tree=compute['uuid'])
-    assert small['allocation_requests'] == [
-        {compute['uuid']: {'VCPU': 1, 'DISK_GB': 50}}]
-    summary = small['provider_summaries'][compute['uuid']]
-    assert summary['resources']['VCPU'] == {'capacity': 8, 'used': 0}
-
-
-def test_candidates_respect_capacity_already_used():
-    rp = new_provider({'VCPU': {'total': 4}})
-    assert write(str(uuid.uuid4()), {rp['uuid']: {'VCPU': 3}})['status'] \
-        == 200
-    found, = candidates.allocation_candidates(None, {'VCPU': 2},
-                                              in_tree=rp['uuid'])
-    assert found['allocation_requests'] == []
 
 
 def test_reshape_moves_inventory_and_allocations_together():

@@ -24,6 +24,7 @@ LAYERS = [
     ('allocworker.items', 3),
     ('allocworker.notifications', 3), ('allocworker.audit', 3),
     ('allocworker.db', 2), ('allocworker.rpc', 2),
+    ('allocworker.rpc_server', 2),
     ('allocworker.codes', 1), ('allocworker.conf', 1),
     ('allocworker.validation', 1), ('allocworker.policies', 1),
     ('allocworker', 0),

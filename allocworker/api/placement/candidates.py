@@ -1,67 +1,73 @@
-"""``GET /allocation_candidates`` (1.10): the unnumbered request group
-(``resources``, ``required``, ``member_of``, ``in_tree``, ``limit``).
-Numbered groups (``resources1`` ...) are refused with a 400 that says so.
-"""
+"""``GET /allocation_candidates`` (1.10+): the query string parsed by
+``scheduling/request.py`` at the request's microversion, the search by
+``scheduling/candidates.py``, the answer rendered as Placement renders it
+at that microversion."""
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
-from allocworker.api.placement import query
+from allocworker import codes
 from allocworker.scheduling import candidates
+from allocworker.scheduling import placement_query
 
-_KNOWN = {'resources': 10, 'limit': 16, 'required': 17, 'member_of': 21,
-          'in_tree': 31}
+# Placement's error codes for the query refusals that carry one.
+QUERY_CODES = {'bad_value': 'placement.query.bad_value',
+               'missing_value': 'placement.query.missing_value',
+               'duplicate_key': 'placement.query.duplicate_key'}
+
+
+def parsed(query, minor):
+    """(Request, limit) from the query string, or Placement's 400."""
+    try:
+        return placement_query.parse_query(query, minor)
+    except codes.Fault as fault:
+        raise http.bad_request(fault.detail, QUERY_CODES.get(
+            fault.fields.get('reason'), http.UNDEFINED_CODE))
 
 
 def list_candidates(request):
     if not request.at_least(10):
         raise http.not_found('The resource could not be found.')
-    for name in request.query:
-        since = _KNOWN.get(name)
-        if since is None or not request.at_least(since):
-            raise http.bad_request('Invalid query string parameters: '
-                                   '%s is not a parameter allocworker '
-                                   'understands here' % name)
-    if 'resources' not in request.query:
-        raise http.bad_request("Invalid query string parameters: "
-                               "'resources' is a required property")
-    resources = query.resources(request.query['resources'][-1])
-    required, forbidden = query.traits(request,
-                                       request.query.get('required', []))
-    limit = request.query.get('limit')
-    item, = faults.call(
-        candidates.allocation_candidates, request.context, resources,
-        required, forbidden,
-        query.member_of(request.query.get('member_of', [])),
-        request.query.get('in_tree', [None])[-1],
-        int(limit[-1]) if limit else None)
+    minor = request.version[1]
+    wanted, limit = parsed(request.query, minor)
+    try:
+        found = faults.call(candidates.allocation_candidates,
+                            request.context, wanted, limit,
+                            nested=minor >= 29)
+    except http.HTTPError as error:
+        if 'resource class' in error.detail:
+            error.detail = ('Invalid resource class in resources parameter: '
+                            '%s' % error.detail)
+        raise
+    classes = set().union(*(g.resources for g in wanted.groups))
     return http.Response(body={
-        'allocation_requests': [_request(request, r)
-                                for r in item['allocation_requests']],
+        'allocation_requests': [_candidate(minor, c)
+                                for c in found.candidates],
         'provider_summaries': {
-            uuid: _summary(request, s, resources)
-            for uuid, s in item['provider_summaries'].items()}},
+            uuid: _summary(minor, summary, classes)
+            for uuid, summary in found.providers.items()}},
         cacheable=True)
 
 
-def _request(request, wanted):
-    if not request.at_least(12):
+def _candidate(minor, candidate):
+    if minor < 12:
         return {'allocations': [
             {'resource_provider': {'uuid': uuid}, 'resources': resources}
-            for uuid, resources in sorted(wanted.items())]}
+            for uuid, resources in sorted(candidate.allocations.items())]}
     body = {'allocations': {uuid: {'resources': resources}
-                            for uuid, resources in wanted.items()}}
-    if request.at_least(34):
-        body['mappings'] = {'': sorted(wanted)}
+                            for uuid, resources in
+                            candidate.allocations.items()}}
+    if minor >= 34:
+        body['mappings'] = candidate.mappings
     return body
 
 
-def _summary(request, summary, resources):
+def _summary(minor, summary, classes):
     body = {'resources': {
-        name: usage for name, usage in summary['resources'].items()
-        if request.at_least(27) or name in resources}}
-    if request.at_least(17):
-        body['traits'] = summary['traits']
-    if request.at_least(29):
-        body['parent_provider_uuid'] = summary['parent_uuid']
-        body['root_provider_uuid'] = summary['root_uuid']
+        name: usage for name, usage in summary.resources.items()
+        if minor >= 27 or name in classes}}
+    if minor >= 17:
+        body['traits'] = summary.traits
+    if minor >= 29:
+        body['parent_provider_uuid'] = summary.parent_uuid
+        body['root_provider_uuid'] = summary.root_uuid
     return body

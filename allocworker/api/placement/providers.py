@@ -4,11 +4,12 @@ import uuid as uuidlib
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
-from allocworker.api.placement import query
 from allocworker.api.placement import schemas
+from allocworker import codes
 from allocworker.providers import search as provider_search
 from allocworker.providers import tree as provider_tree
 from allocworker.providers import rules as providers
+from allocworker.scheduling import placement_query
 
 
 def url(provider_uuid, *rest):
@@ -78,16 +79,23 @@ def create(request):
 
 def list_providers(request):
     params = request.params(schemas.list_providers(request))
-    required, forbidden = query.traits(request,
-                                       request.query.get('required', []))
-    found = faults.call(
-        provider_search.find_providers, request.context,
-        name=params.get('name'), uuid=params.get('uuid'),
-        in_tree=params.get('in_tree'),
-        member_of=query.member_of(request.query.get('member_of', [])),
-        required=required, forbidden=forbidden,
-        resources=query.resources(params['resources'])
-        if 'resources' in params else None)
+    try:
+        group = placement_query.provider_filters(request.query,
+                                                 request.version[1])
+    except codes.Fault as fault:
+        raise http.bad_request(fault.detail)
+    try:
+        found = faults.call(
+            provider_search.find_providers, request.context,
+            name=params.get('name'), uuid=params.get('uuid'), group=group)
+    except http.HTTPError as error:
+        if 'resource class' in error.detail:
+            error.detail = ('Invalid resource class in resources parameter: '
+                            '%s' % error.detail)
+        elif 'trait' in error.detail:
+            error.detail = ('Invalid trait(s) in "required" parameter: %s'
+                            % error.detail)
+        raise
     return http.Response(body={'resource_providers': [
         representation(request, i) for i in found]}, cacheable=True)
 

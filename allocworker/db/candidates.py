@@ -1,0 +1,294 @@
+"""Queries for allocation candidates and provider searches: the filtering
+is done here, in SQL, so a request never reads every provider.
+
+A ``Filters`` names trait and class ids already resolved: ``required``
+(trait ids, all needed), ``any_traits`` (sets of trait ids, one of each),
+``forbidden`` (trait ids), ``member_of`` (sets of aggregate uuids, one of
+each), ``forbidden_aggregates`` (aggregate uuids).
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from allocworker.allocations import capacity
+from allocworker.db import schema
+
+_p = schema.providers
+_inv = schema.inventories
+_u = schema.usages
+_rc = schema.resource_classes
+_pt = schema.provider_traits
+_t = schema.traits
+_pa = schema.provider_aggregates
+
+Filters = collections.namedtuple('Filters', [
+    'required', 'any_traits', 'forbidden', 'member_of',
+    'forbidden_aggregates'])
+NO_FILTERS = Filters((), (), (), (), ())
+
+Node = collections.namedtuple('Node', ['id', 'uuid', 'parent_id', 'root_id'])
+
+
+def _has_traits(column, trait_ids):
+    return sa.exists().where(_pt.c.provider_id == column,
+                             _pt.c.trait_id.in_(sorted(trait_ids)))
+
+
+def _in_aggregates(column, aggregates):
+    return sa.exists().where(_pa.c.provider_id == column,
+                             _pa.c.aggregate_uuid.in_(sorted(aggregates)))
+
+
+def trait_clauses(column, filters):
+    """The provider in ``column`` carries the traits ``filters`` ask."""
+    clauses = [_has_traits(column, [t]) for t in sorted(filters.required)]
+    clauses += [_has_traits(column, ids) for ids in filters.any_traits]
+    if filters.forbidden:
+        clauses.append(~_has_traits(column, filters.forbidden))
+    return clauses
+
+
+def aggregate_clauses(column, filters):
+    clauses = [_in_aggregates(column, aggs) for aggs in filters.member_of]
+    if filters.forbidden_aggregates:
+        clauses.append(~_in_aggregates(column,
+                                       filters.forbidden_aggregates))
+    return clauses
+
+
+def _room(amount):
+    """The inventory row (joined with its usage counter) has room for one
+    more allocation of ``amount``: Placement's capacity and unit rule."""
+    used = sa.func.coalesce(_u.c.used, 0)
+    return sa.and_(
+        used + amount <= (_inv.c.total - _inv.c.reserved) *
+        _inv.c.allocation_ratio,
+        _inv.c.min_unit <= amount, _inv.c.max_unit >= amount,
+        amount % _inv.c.step_size == 0)
+
+
+def _with_room(query, provider_column, class_id, amount):
+    return (query.join(_inv, sa.and_(_inv.c.provider_id == provider_column,
+                                     _inv.c.resource_class_id == class_id))
+            .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
+                                   _u.c.resource_class_id == class_id))
+            .where(_room(amount)))
+
+
+def roots(conn, after=None, count=None, before=None, required=(),
+          forbidden=(), only=None):
+    """Root provider ids in id order: above ``after``, below ``before``,
+    at most ``count``, carrying every trait id of ``required`` and none
+    of ``forbidden``, and within ``only`` when it is given."""
+    query = (sa.select(_p.c.id).where(_p.c.parent_provider_id.is_(None))
+             .order_by(_p.c.id))
+    if after is not None:
+        query = query.where(_p.c.id > after)
+    if before is not None:
+        query = query.where(_p.c.id < before)
+    if only is not None:
+        query = query.where(_p.c.id.in_(sorted(only)))
+    query = query.where(*trait_clauses(
+        _p.c.id, Filters(required, (), forbidden, (), ())))
+    if count is not None:
+        query = query.limit(count)
+    return [row[0] for row in conn.execute(query)]
+
+
+def root_id_range(conn):
+    row = conn.execute(sa.select(sa.func.min(_p.c.id), sa.func.max(_p.c.id))
+                       .where(_p.c.parent_provider_id.is_(None))).first()
+    return row if row and row[0] is not None else None
+
+
+def node(conn, uuid):
+    row = conn.execute(sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
+                                 _p.c.root_provider_id)
+                       .where(_p.c.uuid == uuid)).first()
+    return Node(*row) if row else None
+
+
+def _anchored_at(column, roots):
+    """``roots`` is (lowest id, highest id) or a set of root ids."""
+    if isinstance(roots, tuple):
+        return column.between(*roots)
+    return column.in_(sorted(roots))
+
+
+def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
+              tree_filters=None, in_tree=None, sharing_trait=None,
+              sharing_filters=None):
+    """(provider id, anchor root id) pairs of providers that have room for
+    ``amount`` of ``class_id`` (any provider when ``class_id`` is None)
+    for a candidate anchored at one of ``roots`` (a set of root ids, or
+    a (lowest, highest) range of them).
+
+    A provider anchors at its own root. A provider carrying
+    ``sharing_trait`` also anchors at the root of every provider that
+    shares an aggregate with it (unless ``sharing_filters`` is None).
+    ``filters`` apply to the provider itself; ``tree_filters`` (aggregates
+    only) are met by the provider or by its anchor root; ``in_tree`` (a
+    root id) is the tree the provider must be in. ``sharing_filters``
+    apply to a sharing provider used through its aggregates.
+    """
+    direct = sa.select(_p.c.id, _p.c.root_provider_id.label('anchor'))
+    direct = direct.select_from(_p).where(
+        _anchored_at(_p.c.root_provider_id, roots))
+    if class_id is not None:
+        direct = _with_room(direct, _p.c.id, class_id, amount)
+    direct = direct.where(*trait_clauses(_p.c.id, filters),
+                          *aggregate_clauses(_p.c.id, filters))
+    if tree_filters is not None:
+        direct = direct.where(_either(_p.c.id, _p.c.root_provider_id,
+                                      tree_filters))
+    if in_tree is not None:
+        direct = direct.where(_p.c.root_provider_id == in_tree)
+    if sharing_filters is None or sharing_trait is None:
+        return [tuple(row) for row in conn.execute(direct)]
+    shared = _p.alias('shared')
+    own = _pa.alias('own')
+    theirs = _pa.alias('theirs')
+    member = _p.alias('member')
+    anchored = (sa.select(shared.c.id, member.c.root_provider_id)
+                .select_from(shared)
+                .join(own, own.c.provider_id == shared.c.id)
+                .join(theirs, theirs.c.aggregate_uuid == own.c.aggregate_uuid)
+                .join(member, member.c.id == theirs.c.provider_id)
+                .where(_anchored_at(member.c.root_provider_id, roots),
+                       _has_traits(shared.c.id, [sharing_trait])))
+    if class_id is not None:
+        anchored = _with_room(anchored, shared.c.id, class_id, amount)
+    anchored = anchored.where(*trait_clauses(shared.c.id, sharing_filters),
+                              *aggregate_clauses(shared.c.id,
+                                                 sharing_filters))
+    if tree_filters is not None:
+        anchored = anchored.where(_either(shared.c.id,
+                                          member.c.root_provider_id,
+                                          tree_filters))
+    if in_tree is not None:
+        anchored = anchored.where(shared.c.root_provider_id == in_tree)
+    query = sa.union(direct, anchored)
+    return [tuple(row) for row in conn.execute(query)]
+
+
+def _either(provider, root, filters):
+    """Placement's rule for the unnumbered group: the provider or its
+    anchor root is in the aggregates asked, and neither is in a forbidden
+    one."""
+    clauses = []
+    if filters.member_of:
+        clauses.append(sa.or_(sa.and_(*aggregate_clauses(
+            provider, filters._replace(forbidden_aggregates=()))),
+            sa.and_(*aggregate_clauses(
+                root, filters._replace(forbidden_aggregates=())))))
+    if filters.forbidden_aggregates:
+        for column in (provider, root):
+            clauses.append(~_in_aggregates(column,
+                                           filters.forbidden_aggregates))
+    return sa.and_(sa.true(), *clauses)
+
+
+def nodes(conn, root_ids=(), provider_ids=()):
+    """{id: Node} of every provider in the trees of ``root_ids`` and of
+    ``provider_ids``."""
+    clauses = []
+    if root_ids:
+        clauses.append(_p.c.root_provider_id.in_(sorted(set(root_ids))))
+    if provider_ids:
+        clauses.append(_p.c.id.in_(sorted(set(provider_ids))))
+    if not clauses:
+        return {}
+    rows = conn.execute(sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
+                                  _p.c.root_provider_id)
+                        .where(sa.or_(*clauses)))
+    return {row[0]: Node(*row) for row in rows}
+
+
+def nodes_by_uuid(conn, uuids):
+    rows = conn.execute(sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
+                                  _p.c.root_provider_id)
+                        .where(_p.c.uuid.in_(sorted(uuids))))
+    return [Node(*row) for row in rows]
+
+
+def traits(conn, provider_ids):
+    """{provider id: [trait names]}."""
+    found = collections.defaultdict(list)
+    if not provider_ids:
+        return found
+    # In trait id order, as Placement lists them (standard traits first).
+    rows = conn.execute(sa.select(_pt.c.provider_id, _t.c.name)
+                        .join(_t, _t.c.id == _pt.c.trait_id)
+                        .where(_pt.c.provider_id.in_(sorted(provider_ids)))
+                        .order_by(_t.c.id))
+    for provider_id, name in rows:
+        found[provider_id].append(name)
+    return found
+
+
+def inventories(conn, provider_ids):
+    """{provider id: {class name: (Inventory, used)}}."""
+    found = collections.defaultdict(dict)
+    if not provider_ids:
+        return found
+    rows = conn.execute(
+        sa.select(_inv.c.provider_id, _rc.c.name, _inv.c.total,
+                  _inv.c.reserved, _inv.c.min_unit, _inv.c.max_unit,
+                  _inv.c.step_size, _inv.c.allocation_ratio,
+                  sa.func.coalesce(_u.c.used, 0))
+        .join(_rc, _rc.c.id == _inv.c.resource_class_id)
+        .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
+                               _u.c.resource_class_id ==
+                               _inv.c.resource_class_id))
+        .where(_inv.c.provider_id.in_(sorted(provider_ids))))
+    for row in rows:
+        found[row[0]][row[1]] = (capacity.Inventory(*row[2:8]), int(row[8]))
+    return found
+
+
+def has_nesting(conn):
+    """Whether any provider has a parent."""
+    return conn.execute(sa.select(_p.c.id).where(
+        _p.c.parent_provider_id.isnot(None)).limit(1)).first() is not None
+
+
+def sharing_anchors(conn, root_id, sharing_trait):
+    """Roots that sharing providers of the tree of ``root_id`` anchor at
+    through their aggregates."""
+    shared = _p.alias('shared')
+    own = _pa.alias('own')
+    theirs = _pa.alias('theirs')
+    member = _p.alias('member')
+    query = (sa.select(member.c.root_provider_id).distinct()
+             .select_from(shared)
+             .join(own, own.c.provider_id == shared.c.id)
+             .join(theirs, theirs.c.aggregate_uuid == own.c.aggregate_uuid)
+             .join(member, member.c.id == theirs.c.provider_id)
+             .where(shared.c.root_provider_id == root_id,
+                    _has_traits(shared.c.id, [sharing_trait])))
+    return {row[0] for row in conn.execute(query)}
+
+
+def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
+                       uuid=None):
+    """Uuids of providers that meet ``filters`` themselves, have room for
+    every (class id, amount) of ``resources``, and are in the tree of root
+    id ``in_tree`` when given (Placement's provider list filters)."""
+    query = sa.select(_p.c.uuid).where(
+        *trait_clauses(_p.c.id, filters),
+        *aggregate_clauses(_p.c.id, filters))
+    if in_tree is not None:
+        query = query.where(_p.c.root_provider_id == in_tree)
+    if name is not None:
+        query = query.where(_p.c.name == name)
+    if uuid is not None:
+        query = query.where(_p.c.uuid == uuid)
+    for class_id, amount in resources:
+        room = (sa.select(_inv.c.provider_id)
+                .select_from(_inv.outerjoin(_u, sa.and_(
+                    _u.c.provider_id == _inv.c.provider_id,
+                    _u.c.resource_class_id == _inv.c.resource_class_id)))
+                .where(_inv.c.resource_class_id == class_id, _room(amount)))
+        query = query.where(_p.c.id.in_(room.scalar_subquery()))
+    return [row[0] for row in conn.execute(query)]

@@ -1,0 +1,82 @@
+"""Which candidate a claim tries first, as pure logic.
+
+``spread`` puts the candidate with the most free capacity of the
+requested classes first, ``pack`` the one with the least. Classes are
+counted in their own units, so each class's free amount is scaled by the
+largest among the candidates before the classes are added up (as Nova's
+weighers normalize). Scores are compared to within ``SCORE_STEP`` (1% of
+the largest candidate's free capacity of a class): equal ones are ordered
+by a hash of the consumer and the root, so each consumer sees its own
+order, and concurrent claims facing (nearly) equal hosts spread over them
+instead of queueing on one.
+
+A consumer's hard group policies filter the candidates before any is
+tried, and candidates that keep its soft policies are tried before those
+that bend them: ``broken_group`` asks the same rule the allocation
+transaction judges with (``groups.affinity.breakers``).
+"""
+
+import collections
+import hashlib
+
+from allocworker.groups import affinity
+
+SPREAD = 'spread'
+PACK = 'pack'
+STRATEGIES = (SPREAD, PACK)
+SCORE_STEP = 0.01
+
+
+def free_capacity(candidate):
+    """{class: free units} on the providers the candidate takes each
+    requested class from, before it is placed."""
+    free = collections.Counter()
+    for provider, resources in candidate['allocations'].items():
+        summary = candidate['providers'][provider]
+        for name in resources:
+            free[name] += (summary['capacity'].get(name, 0) -
+                           summary['used'].get(name, 0))
+    return free
+
+
+def _tie_break(consumer_uuid, root_uuid):
+    return hashlib.sha256(('%s %s' % (consumer_uuid, root_uuid))
+                          .encode('utf-8')).hexdigest()
+
+
+def ordered(candidates, strategy, consumer_uuid):
+    """``candidates`` in the order a claim by ``strategy`` tries them."""
+    frees = [free_capacity(c) for c in candidates]
+    largest = collections.Counter()
+    for free in frees:
+        for name, amount in free.items():
+            largest[name] = max(largest[name], amount)
+
+    def score(free):
+        return sum(amount / largest[name] for name, amount in free.items()
+                   if largest[name] > 0)
+
+    sign = -1 if strategy == SPREAD else 1
+    keyed = sorted(
+        (sign * round(score(free) / SCORE_STEP),
+         _tie_break(consumer_uuid, candidate['root_uuid']), index)
+        for index, (candidate, free) in enumerate(zip(candidates, frees)))
+    return [candidates[index] for _score, _tie, index in keyed]
+
+
+PolicyGroup = collections.namedtuple(
+    'PolicyGroup', ['uuid', 'policy', 'max_per_root', 'members'])
+
+
+def broken_group(groups, consumer_uuid, roots):
+    """The first of ``groups`` (PolicyGroup, ``members`` {uuid: {root}})
+    whose policy the consumer breaks by holding allocations under
+    ``roots`` (replacing what it holds now), or None."""
+    for group in groups:
+        before = {m: r for m, r in group.members.items() if r}
+        after = dict(before)
+        after[consumer_uuid] = set(roots)
+        if affinity.breakers(group.policy, group.max_per_root, before, after,
+                             {consumer_uuid}):
+            return group
+    return None

@@ -1,0 +1,178 @@
+"""One slice of root providers turned into allocation candidates: the
+providers the database found for each request group, combined per root
+under the request-wide rules (group_policy, same_subtree, the capacity
+of a provider that several groups draw on). See ``candidates.py``."""
+
+import collections
+import itertools
+
+from allocworker.allocations import capacity
+from allocworker.db import candidates as db_candidates
+
+# One way to meet one group: the providers it maps to, and its
+# (provider id, class, amount) rows.
+Option = collections.namedtuple('Option', ['providers', 'rows'])
+
+
+class Search(object):
+    def __init__(self, conn, request, plans, sharing_trait, nested,
+                 make_candidate):
+        self.conn = conn
+        self.request = request
+        self.plans = plans
+        self.sharing = sharing_trait
+        self.nested = nested
+        self.make_candidate = make_candidate
+        named = collections.Counter(
+            name for plan in plans for name, _id, _n in plan.classes)
+        self.shared_classes = {n for n, count in named.items() if count > 1}
+        self.trait_check = any(
+            not p.group.single_provider and
+            (p.group.required or p.group.any_traits) for p in plans)
+
+    def slice(self, chunk, seen, want, every_root=False):
+        """Up to ``want`` new candidates (not in ``seen``, which grows)
+        anchored at the root ids of ``chunk``, in root order.
+        ``every_root``: the chunk holds every root between its first and
+        last, so the queries can ask for that range."""
+        members = set(chunk)
+        roots = (chunk[0], chunk[-1]) if every_root else members
+        found = []
+        for plan in self.plans:
+            found.append(self._group_rows(plan, roots, members))
+            if not found[-1]:
+                return []
+        anchors = set.intersection(*(set(f) for f in found))
+        if not anchors:
+            return []
+        involved = {p for f in found for a in anchors
+                    for p in _providers(f[a])}
+        nodes = db_candidates.nodes(self.conn, anchors, involved)
+        if self.request.same_subtree:
+            missing = {nodes[p].root_id for p in involved} - set(anchors)
+            nodes.update(db_candidates.nodes(self.conn, missing))
+        traits = (db_candidates.traits(self.conn, involved)
+                  if self.trait_check else {})
+        inventories = (db_candidates.inventories(self.conn, involved)
+                       if self.shared_classes else {})
+        result = []
+        for anchor in sorted(anchors):
+            options = [self._options(plan, rows[anchor], traits)
+                       for plan, rows in zip(self.plans, found)]
+            for combo in itertools.product(*options):
+                candidate = self._judge(anchor, combo, nodes, inventories)
+                if candidate is None:
+                    continue
+                key = _key(candidate)
+                if key in seen:
+                    continue
+                seen.add(key)
+                result.append(candidate)
+                if want is not None and len(result) >= want:
+                    return result
+        return result
+
+    def _group_rows(self, plan, roots, members):
+        """{anchor: rows}: for a numbered group the set of providers that
+        have everything, for the unnumbered one {class: [providers]}."""
+        per_class = []
+        for name, class_id, amount in plan.classes or [(None, None, None)]:
+            rows = db_candidates.suppliers(
+                self.conn, roots, class_id, amount, plan.filters,
+                plan.tree_filters, plan.in_tree, self.sharing,
+                plan.sharing_filters)
+            by_anchor = collections.defaultdict(set)
+            for provider, anchor in rows:
+                if anchor in members:
+                    by_anchor[anchor].add(provider)
+            if not by_anchor:
+                return {}
+            per_class.append((name, by_anchor))
+        anchors = set.intersection(*(set(b) for _n, b in per_class))
+        if plan.group.single_provider:
+            found = {a: set.intersection(*(b[a] for _n, b in per_class))
+                     for a in anchors}
+            return {a: p for a, p in found.items() if p}
+        return {a: {name: sorted(b[a]) for name, b in per_class}
+                for a in anchors}
+
+    def _options(self, plan, rows, traits):
+        group = plan.group
+        if group.single_provider:
+            return [Option((p,), [(p, name, amount)
+                                  for name, _id, amount in plan.classes])
+                    for p in sorted(rows)]
+        names = sorted(rows)
+        options = []
+        for choice in itertools.product(*(rows[n] for n in names)):
+            if self.trait_check:
+                have = set().union(*(traits.get(p, ()) for p in choice))
+                if not group.required <= have or not all(
+                        names_ & have for names_ in group.any_traits):
+                    continue
+            options.append(Option(
+                tuple(sorted(set(choice))),
+                [(p, n, group.resources[n]) for p, n in zip(choice, names)]))
+        return options
+
+    def _judge(self, anchor, combo, nodes, inventories):
+        """The candidate ``combo`` (an Option per group) makes, or None
+        when a request-wide rule rules it out."""
+        if self.request.group_policy == 'isolate':
+            single = [o.providers[0] for o, plan in zip(combo, self.plans)
+                      if plan.group.single_provider]
+            if len(set(single)) != len(single):
+                return None
+        for indices in self.request.same_subtree:
+            chosen = {p for i in indices for p in combo[i].providers}
+            if not _one_above_all(chosen, nodes):
+                return None
+        totals = collections.Counter()
+        for option in combo:
+            for provider, name, amount in option.rows:
+                totals[provider, name] += amount
+        if not self.nested:
+            used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
+            if len(used_roots) != len(set(used_roots)):
+                return None
+        for (provider, name), total in totals.items():
+            if name in self.shared_classes:
+                inventory, used = inventories[provider][name]
+                if total > inventory.max_unit or \
+                        not capacity.fits(inventory, used + total):
+                    return None
+        allocations = collections.defaultdict(dict)
+        for (provider, name), total in totals.items():
+            allocations[nodes[provider].uuid][name] = total
+        mappings = {plan.group.label: sorted(nodes[p].uuid
+                                             for p in option.providers)
+                    for option, plan in zip(combo, self.plans)}
+        return self.make_candidate(nodes[anchor].uuid, dict(allocations),
+                                   mappings)
+
+
+def _providers(rows):
+    if isinstance(rows, dict):
+        return set().union(*rows.values())
+    return rows
+
+
+def _key(candidate):
+    return (frozenset((p, frozenset(r.items()))
+                      for p, r in candidate.allocations.items()),
+            frozenset((g, frozenset(u))
+                      for g, u in candidate.mappings.items()))
+
+
+def _one_above_all(chosen, nodes):
+    """Whether one of ``chosen`` is an ancestor (or itself) of all."""
+    if len(chosen) <= 1:
+        return True
+    lines = []
+    for provider in chosen:
+        line, current = set(), provider
+        while current is not None:
+            line.add(current)
+            current = nodes[current].parent_id if current in nodes else None
+        lines.append(line)
+    return bool(set.intersection(*lines) & chosen)

@@ -1,0 +1,56 @@
+"""``get_allocation_candidates`` (RPC 1.3): where one consumer's request
+would fit, as design §3's items, read in one snapshot.
+
+``parse`` and ``find`` are what ``claims`` shares with it: the request
+as the RPC contract spells it, and its candidates in the contract's shape
+(``root_uuid``, ``allocations``, ``mappings``, ``providers``).
+"""
+
+from allocworker import codes
+from allocworker import policy
+from allocworker.db import api as db
+from allocworker.scheduling import candidates as scheduling_candidates
+from allocworker.scheduling import request as scheduling_request
+from allocworker import validation
+
+
+def get_allocation_candidates(context, request, limit=1000):
+    """One 200 item per candidate; none when nothing fits."""
+    wanted = parse(request)
+    validation.integer(limit, 'limit', minimum=1)
+    policy.check(context, 'get_allocation_candidates',
+                 'allocation candidates')
+    with db.snapshot() as conn:
+        found = find(conn, wanted, limit)
+    return [dict(candidate, status=200) for candidate in found]
+
+
+def parse(raw, where=None):
+    """The parsed request; its faults name the field, under ``where``
+    (an item's place in a call) when given."""
+    try:
+        return scheduling_request.parse_request(raw)
+    except codes.Fault as fault:
+        if where is None:
+            raise
+        raise codes.Fault(fault.code, '%s.%s' % (where, fault.detail))
+
+
+def find(conn, wanted, limit=None):
+    """The candidates of ``wanted`` read in ``conn``, each in the
+    contract's shape; its summaries name the providers it allocates
+    from."""
+    found = scheduling_candidates.find(wanted, limit, conn=conn)
+    return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
+             'mappings': c.mappings,
+             'providers': {uuid: _summary(found.providers[uuid])
+                           for uuid in c.allocations}}
+            for c in found.candidates]
+
+
+def _summary(summary):
+    return {'capacity': {name: r['capacity']
+                         for name, r in summary.resources.items()},
+            'used': {name: r['used']
+                     for name, r in summary.resources.items()},
+            'traits': list(summary.traits)}
