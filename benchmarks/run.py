@@ -1,8 +1,10 @@
-"""allocworker benchmarks: throughput and latency against the broker and
-database ceilings measured in the same run.
+"""allocworker benchmarks: throughput, latency and CPU per call against
+the broker and database ceilings measured in the same run.
 
     .venv/bin/python -m benchmarks.run [--workers 2] [--mysql] [--quick]
-                                       [--json] [--preload N]
+                                       [--json] [--preload N] [--peers]
+                                       [--chart PNG]
+    .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
 
 Starts ``allocworker-worker`` (``--workers`` processes) on the real
 RabbitMQ and a fresh PostgreSQL (or MariaDB) database, loads providers,
@@ -14,10 +16,16 @@ items for batches, and the bare commit rate of one allocation-sized
 transaction for the database row. The REST shim's row (``PUT
 /allocations/{consumer}`` at microversion 1.28, allocworker-api's own
 threaded server) is compared with a ``GET /`` round trip to the same
-server.
+server. Every row carries the CPU time per call (``cpu.py``).
+
+``--peers`` adds Placement 16 and allocworker-api under uWSGI
+(``peers.py``), ``--chart`` draws throughput against concurrency
+(``chart.py``), and ``--candidates-scale`` runs only the allocation
+candidates scale scenario under uWSGI (``candidates_peers.py``).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -29,11 +37,13 @@ import time
 import urllib.request
 import uuid
 
-import sqlalchemy as sa
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchmarks import chart  # noqa: E402
+from benchmarks import cpu  # noqa: E402
+from benchmarks import peers  # noqa: E402
+from benchmarks import sqlwork  # noqa: E402
 from tests.functional import services  # noqa: E402
 
 HOSTS = 50
@@ -45,9 +55,9 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def drive(fn, concurrency, seconds, items_per_call=1):
+def load(fn, concurrency, seconds):
     """Run ``fn`` from ``concurrency`` threads for ``seconds``; returns
-    (items per second, p50 ms, p99 ms, errors)."""
+    (latencies in s, errors, elapsed s)."""
     latencies, errors = [], []
     lock = threading.Lock()
     stop = time.monotonic() + seconds
@@ -70,11 +80,19 @@ def drive(fn, concurrency, seconds, items_per_call=1):
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - begun
-    calls = len(latencies)
-    return (calls * items_per_call / elapsed,
-            percentile(latencies, 0.5) * 1000,
-            percentile(latencies, 0.99) * 1000, errors)
+    return latencies, errors, time.monotonic() - begun
+
+
+def summary(latencies, errors, elapsed, items_per_call=1):
+    """(items per second, p50 ms, p99 ms, errors, items)."""
+    items = len(latencies) * items_per_call
+    return (items / elapsed, percentile(latencies, 0.5) * 1000,
+            percentile(latencies, 0.99) * 1000, errors, items)
+
+
+def drive(fn, concurrency, seconds, items_per_call=1):
+    return summary(*load(fn, concurrency, seconds),
+                   items_per_call=items_per_call)
 
 
 class Bench(object):
@@ -82,6 +100,8 @@ class Bench(object):
     def __init__(self, args, database, scratch):
         self.args = args
         self.database = database
+        self.meter = cpu.Meter([database.rsplit('/', 1)[1].split('?')[0]])
+        self.peers = None
         topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
         config = services.write_config(
             os.path.join(scratch, 'bench.conf'), database, topic,
@@ -115,7 +135,8 @@ class Bench(object):
     def _start_api(self, config):
         """allocworker-api (the REST shim) on the same database."""
         port = services.free_port()
-        api_config = os.path.join(os.path.dirname(config), 'api.conf')
+        api_config = self.api_config = os.path.join(
+            os.path.dirname(config), 'api.conf')
         with open(config) as source, open(api_config, 'w') as target:
             target.write(source.read() + '[api]\nauth_strategy = noauth2\n'
                          'port = %d\n' % port)
@@ -159,7 +180,14 @@ class Bench(object):
                 continue
         raise RuntimeError('the no-op server did not start')
 
+    def start_peers(self, placement_database, scratch):
+        self.meter.databases.add(placement_database.rsplit('/', 1)[1])
+        self.peers = peers.Peers(self.api_config, placement_database,
+                                 scratch, HOSTS)
+
     def close(self):
+        if self.peers:
+            self.peers.close()
         self.api_process.terminate()
         self.api_process.wait()
         for p in self.noop:
@@ -187,7 +215,7 @@ class Bench(object):
         the providers, as allocate would leave them), elsewhere through
         allocate."""
         if 'postgresql' in self.database:
-            return self._preload_sql(count)
+            return sqlwork.preload(self.database, count, len(self.hosts))
         done = 0
         while done < count:
             n = min(1000, count - done)
@@ -195,51 +223,55 @@ class Bench(object):
                 items=[self.item() for _ in range(n)], atomic=True))
             done += n
 
-    def _preload_sql(self, count):
-        engine = sa.create_engine(self.database)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(
-                "INSERT INTO consumers (uuid, project_id, user_id, "
-                "consumer_type, generation, created_at) "
-                "SELECT md5(random()::text || n)::uuid::text, 'bench', "
-                "'bench', 'INSTANCE', 1, now() "
-                "FROM generate_series(1, %d) AS n" % count)
-            conn.exec_driver_sql(
-                "INSERT INTO allocations (consumer_id, provider_id, "
-                "resource_class_id, used, created_at) "
-                "SELECT c.id, p.id, rc.id, 1, now() FROM "
-                "(SELECT id, row_number() OVER () AS n FROM consumers "
-                "WHERE project_id = 'bench') AS c "
-                "JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k "
-                "FROM providers) AS p ON p.k = mod(c.n, %d) "
-                "JOIN resource_classes rc ON rc.name = 'VCPU'"
-                % len(self.hosts))
-            # The usage counters the allocations would have moved.
-            conn.exec_driver_sql(
-                "INSERT INTO usages (provider_id, resource_class_id, used) "
-                "SELECT provider_id, resource_class_id, SUM(used) "
-                "FROM allocations GROUP BY provider_id, resource_class_id")
-            conn.exec_driver_sql('ANALYZE')
-        engine.dispose()
+    def drive(self, fn, concurrency, items_per_call=1):
+        """``drive`` with the CPU spent meanwhile (``cpu.Meter``)."""
+        before = self.meter.snapshot()
+        result = drive(fn, concurrency, self.args.seconds, items_per_call)
+        return result + (self.meter.spent(before, self.meter.snapshot()),)
+
+    def drive_in_turns(self, first, second, concurrency):
+        """Two workloads that are compared, measured in turns (first,
+        second, second, first; half of ``--seconds`` each) so that a change
+        in the machine's load falls on both alike; a ``drive`` result for
+        each."""
+        runs = {first: [[], [], 0.0, []], second: [[], [], 0.0, []]}
+        for fn in (first, second, second, first):
+            before = self.meter.snapshot()
+            latencies, errors, elapsed = load(fn, concurrency,
+                                              self.args.seconds / 2)
+            spent = self.meter.spent(before, self.meter.snapshot())
+            total = runs[fn]
+            total[0].extend(latencies)
+            total[1].extend(errors)
+            total[2] += elapsed
+            total[3].append(spent)
+        return [summary(*runs[fn][:3]) + ({
+            part: sum(s[part] for s in runs[fn][3])
+            for part in runs[fn][3][0]},) for fn in (first, second)]
 
     def record(self, workload, concurrency, result, ceiling, unit='calls'):
-        per_s, p50, p99, errors = result
+        per_s, p50, p99, errors, items, spent = result
         # The ratio is of the printed figures, so every row checks out.
         per_s, ceiling = round(per_s, 1), ceiling and round(ceiling, 1)
+        per_item = {part: round(seconds * 1000 / max(items, 1), 3)
+                    for part, seconds in spent.items()}
         row = {'workload': workload, 'concurrency': concurrency,
                'per_s': per_s, 'p50_ms': round(p50, 2),
                'p99_ms': round(p99, 2),
                'ceiling_per_s': ceiling or None,
                'ratio': round(per_s / ceiling, 3) if ceiling else None,
-               'unit': unit, 'errors': len(errors)}
+               'unit': unit, 'errors': len(errors),
+               'cpu_ms': per_item.pop('machine'),
+               'cpu_ms_own': per_item.pop('own'), 'cpu_ms_parts': per_item}
         self.rows.append(row)
         if self.args.json:
             print(json.dumps(row), flush=True)
         else:
-            print('%-28s c=%-3d %10.1f %-6s/s  p50 %8.2f ms  p99 %8.2f ms'
-                  '  ceiling %10s  ratio %6s%s'
+            print('%-30s c=%-3d %10.1f %-5s/s p50 %7.2f p99 %7.2f ms'
+                  '  ceiling %9s ratio %6s  cpu/%s %6.3f own %6.3f ms%s'
                   % (workload, concurrency, per_s, unit, p50, p99,
-                     row['ceiling_per_s'], row['ratio'],
+                     row['ceiling_per_s'], row['ratio'], unit[:-1],
+                     row['cpu_ms'], row['cpu_ms_own'],
                      '  ERRORS %d: %s' % (len(errors), errors[0])
                      if errors else ''), flush=True)
         return per_s
@@ -250,81 +282,50 @@ class Bench(object):
         return self.client.client.prepare(topic=self.noop_topic).call(
             {}, 'echo', arg=arg)
 
-    def db_ceiling(self, concurrency, seconds):
-        engine = sa.create_engine(self.database, pool_size=concurrency,
-                                  max_overflow=0)
-        with engine.begin() as conn:
-            conn.exec_driver_sql(
-                'CREATE TABLE IF NOT EXISTS bench_rows (id %s, consumer '
-                'VARCHAR(36), provider VARCHAR(36), used INTEGER)' % (
-                    'SERIAL PRIMARY KEY' if 'postgres' in self.database
-                    else 'INTEGER AUTO_INCREMENT PRIMARY KEY'))
-            conn.exec_driver_sql(
-                'CREATE TABLE IF NOT EXISTS bench_gen (id INTEGER PRIMARY '
-                'KEY, generation INTEGER)')
-            conn.exec_driver_sql('DELETE FROM bench_gen')
-            for n in range(concurrency):
-                conn.exec_driver_sql('INSERT INTO bench_gen VALUES (%d, 0)'
-                                     % n)
-
-        def one_transaction():
-            me = threading.get_ident() % concurrency
-            consumer = str(uuid.uuid4())
-            with engine.begin() as conn:
-                conn.exec_driver_sql(
-                    'UPDATE bench_gen SET generation = generation + 1 '
-                    'WHERE id = %d' % me)
-                conn.exec_driver_sql(
-                    "INSERT INTO bench_rows (consumer, provider, used) "
-                    "VALUES ('%s', 'p', 1), ('%s', 'p', 512)"
-                    % (consumer, consumer))
-
+    def db_ceiling(self, concurrency):
+        engine, one_transaction = sqlwork.commit_ceiling(self.database,
+                                                         concurrency)
         try:
-            return drive(one_transaction, concurrency, seconds)
+            return self.drive(one_transaction, concurrency)
         finally:
             engine.dispose()
 
     # -- the run -------------------------------------------------------------
 
     def run(self):
-        seconds = self.args.seconds
         client = self.client
         for c in self.args.concurrency:
-            noop = self.record('noop_rpc_roundtrip', c,
-                               drive(lambda: self.noop_call(1), c, seconds),
-                               None)
+            noop = self.record('noop_rpc_roundtrip', c, self.drive(
+                lambda: self.noop_call(1), c), None)
             payload = [self.item() for _ in range(BATCH)]
-            noop_batch = self.record(
-                'noop_rpc_100_items', c,
-                drive(lambda: self.noop_call(payload), c, seconds, BATCH),
-                None, 'items')
-            self.record('db_commit', c, self.db_ceiling(c, seconds), None,
-                        'txns')
-            self.record('allocate_single', c, drive(
+            noop_batch = self.record('noop_rpc_100_items', c, self.drive(
+                lambda: self.noop_call(payload), c, BATCH), None, 'items')
+            self.record('db_commit', c, self.db_ceiling(c), None, 'txns')
+            self.record('allocate_single', c, self.drive(
                 lambda: self.check(client.allocate(items=[self.item()])),
-                c, seconds), noop)
+                c), noop)
             for atomic in (False, True):
                 self.record(
                     'allocate_batch_100_%s' % ('atomic' if atomic
                                                else 'independent'), c,
-                    drive(lambda: self.check(client.allocate(
+                    self.drive(lambda: self.check(client.allocate(
                         items=[self.item() for _ in range(BATCH)],
-                        atomic=atomic)), c, seconds, BATCH), noop_batch,
-                    'items')
+                        atomic=atomic)), c, BATCH), noop_batch, 'items')
             if not self.readable:
                 answer = self.check(client.allocate(
                     items=[self.item() for _ in range(200)]))
                 self.readable = [i['consumer_uuid'] for i in answer['items']]
-            self.record('get_allocations_one', c, drive(
+            self.record('get_allocations_one', c, self.drive(
                 lambda: self.check(client.get_allocations(
-                    consumer_uuids=[random.choice(self.readable)])),
-                c, seconds), noop)
-            self.record('mixed_70w_30r', c, drive(self.mixed, c, seconds),
-                        noop)
-            noop_http = self.record('noop_http_roundtrip', c, drive(
-                lambda: self.http('GET', '/'), c, seconds), None)
-            self.record('http_put_allocations', c, drive(
-                self.put_allocations, c, seconds), noop_http)
+                    consumer_uuids=[random.choice(self.readable)])), c),
+                noop)
+            self.record('mixed_70w_30r', c, self.drive(self.mixed, c), noop)
+            noop_http = self.record('noop_http_roundtrip', c, self.drive(
+                lambda: self.http('GET', '/'), c), None)
+            self.record('http_put_allocations', c, self.drive(
+                self.put_allocations, c), noop_http)
+            if self.peers:
+                self.peers.run(self, c)
 
     def mixed(self):
         if random.random() < 0.3:
@@ -360,6 +361,14 @@ def main(argv=None):
                         help='allocations stored before measuring')
     parser.add_argument('--json', action='store_true',
                         help='one JSON object per row')
+    parser.add_argument('--peers', action='store_true',
+                        help='also Placement 16 and allocworker-api under '
+                        'uWSGI (installed on first use)')
+    parser.add_argument('--chart', metavar='PNG',
+                        help='draw throughput against concurrency')
+    parser.add_argument('--candidates-scale', metavar='TREES',
+                        help='only the allocation-candidates scale '
+                        'scenario, e.g. 1000,10000 (needs no worker)')
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds = min(args.seconds, 2.0)
@@ -370,11 +379,19 @@ def main(argv=None):
     cfg.CONF([], project='allocworker-bench')
     subprocess.run([os.path.join(ROOT, 'tools', 'ensure-services.sh')],
                    check=True)
+    if args.candidates_scale:
+        from benchmarks import candidates_peers
+        return candidates_peers.main(args)
     backend = 'mysql' if args.mysql else 'postgresql'
     with tempfile.TemporaryDirectory() as scratch, \
-            services.fresh_database(backend, scratch) as database:
+            contextlib.ExitStack() as stack:
+        database = stack.enter_context(
+            services.fresh_database(backend, scratch))
         bench = Bench(args, database, scratch)
         try:
+            if args.peers:
+                bench.start_peers(stack.enter_context(
+                    services.fresh_database('postgresql', scratch)), scratch)
             if args.preload:
                 started = time.monotonic()
                 bench.preload(args.preload)
@@ -384,6 +401,8 @@ def main(argv=None):
             bench.run()
         finally:
             bench.close()
+    if args.chart:
+        chart.draw(bench.rows, args.chart, args)
     return 1 if any(r['errors'] for r in bench.rows) else 0
 
 

@@ -1,5 +1,7 @@
 """The benchmark harness itself works (its figures are not judged here:
-speed is measured by benchmarks/, never asserted by tests)."""
+speed is measured by benchmarks/, never asserted by tests). The peers
+(Placement and uWSGI, ``--peers``) and the candidates scale mode install
+software on first use and take minutes, so they are not run here."""
 
 import json
 import os
@@ -7,16 +9,21 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+sys.path.insert(0, ROOT)
+
+from benchmarks import cpu  # noqa: E402
+
 WORKLOADS = {'noop_rpc_roundtrip', 'noop_rpc_100_items', 'db_commit',
              'allocate_single', 'allocate_batch_100_independent',
              'allocate_batch_100_atomic', 'get_allocations_one',
              'mixed_70w_30r', 'noop_http_roundtrip', 'http_put_allocations'}
 
 
-def test_quick_run_prints_one_json_row_per_figure():
+def test_quick_run_prints_one_json_row_per_figure_and_a_chart(tmp_path):
+    chart = tmp_path / 'chart.png'
     result = subprocess.run(
         [sys.executable, '-m', 'benchmarks.run', '--json', '--workers', '1',
-         '--seconds', '0.5', '--concurrency', '1'],
+         '--seconds', '0.5', '--concurrency', '1', '--chart', str(chart)],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[
         -2000:]
@@ -25,8 +32,35 @@ def test_quick_run_prints_one_json_row_per_figure():
     assert {r['workload'] for r in rows} == WORKLOADS
     for row in rows:
         assert {'workload', 'concurrency', 'per_s', 'p50_ms', 'p99_ms',
-                'ceiling_per_s', 'ratio'} <= set(row)
+                'ceiling_per_s', 'ratio', 'cpu_ms', 'cpu_ms_own'} <= set(row)
         assert row['errors'] == 0 and row['per_s'] > 0
         if not row['workload'].startswith(('noop', 'db_')):
             assert row['ratio'] == round(row['per_s'] /
                                          row['ceiling_per_s'], 3)
+        # The client process alone spends CPU on every call it makes.
+        assert row['cpu_ms_parts']['client'] > 0, row
+        assert row['cpu_ms'] > 0 and row['cpu_ms_own'] > 0, row
+        assert set(row['cpu_ms_parts']) == set(cpu.PARTS)
+    with open(chart, 'rb') as f:
+        assert f.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_cpu_meter_counts_this_process_and_its_children():
+    meter = cpu.Meter()
+    before = meter.snapshot()
+    # A child that works, says so, and stays alive until told to stop.
+    child = subprocess.Popen(
+        [sys.executable, '-c', 'import sys\n'
+         'sum(i * i for i in range(3 * 10 ** 6))\n'
+         'print("done", flush=True)\nsys.stdin.read()'],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == 'done\n'
+        sum(i * i for i in range(3 * 10 ** 6))
+        spent = cpu.Meter.spent(before, meter.snapshot())
+    finally:
+        child.communicate('')
+    assert spent['client'] > 0.05, spent
+    assert spent['servers'] > 0.05, spent
+    assert spent['own'] == sum(spent[p] for p in cpu.PARTS)
+    assert spent['machine'] >= spent['client'] + spent['servers'] - 0.05
