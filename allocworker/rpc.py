@@ -10,6 +10,8 @@ The exchange is oslo.messaging's default (``[DEFAULT] control_exchange``,
 the design must reach the worker without setting an exchange.
 """
 
+import threading
+
 from oslo_context import context as oslo_context
 import oslo_messaging as messaging
 
@@ -61,6 +63,40 @@ def get_server(endpoints, topic, server_name):
         serializer=ContextSerializer(),
         access_policy=messaging.DefaultRPCAccessPolicy,
         server_cls=rpc_server.Server)
+
+
+def within(seconds, send, *args, **kwargs):
+    """``send(*args, **kwargs)``'s answer, or MessagingTimeout once
+    ``seconds`` have passed, whatever ``send`` is still blocked on.
+
+    oslo.messaging does not bound every wait of a call on a hung broker
+    node (kombu's connect timeout, a connection lock its heartbeat thread
+    holds while reconnecting, the reply queue's declaration), so the call
+    runs in a daemon thread of its own and the caller waits for it at
+    most ``seconds``. An abandoned call ends within a bounded time too
+    (``[worker] publish_retries``), so such threads do not pile up.
+    """
+    outcome = []
+    done = threading.Event()
+
+    def run():
+        try:
+            outcome.append((True, send(*args, **kwargs)))
+        except BaseException as error:
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name='allocworker-rpc-call',
+                     daemon=True).start()
+    if not done.wait(seconds):
+        raise messaging.MessagingTimeout(
+            'No answer within %.1f s (the broker did not take or answer '
+            'the call in time)' % seconds)
+    answered, value = outcome[0]
+    if not answered:
+        raise value
+    return value
 
 
 def get_client(topic, version, version_cap=None, timeout=None,

@@ -17,6 +17,12 @@ Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
 raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
 
+No method blocks longer than its timeout plus ``[worker] call_grace``
+(default 1 s), even while a broker node hangs: past that it raises
+``MessagingTimeout`` and leaves the call to end in the background (see
+doc/deployment.md, "A hung broker node"). As after any timeout, the call
+may still take effect; send keyed batches again (``retries=``).
+
 ``context`` is an ``oslo_context.RequestContext`` or the dict its
 ``to_dict()`` makes. During a rolling upgrade set
 ``[upgrade_levels] allocworker`` to the oldest worker's version (or a
@@ -54,9 +60,19 @@ class AllocWorkerAPI(object):
                                      version_cap=cap, timeout=timeout,
                                      transport=transport)
 
+    def _prepare(self, version, timeout):
+        """A call context and the seconds its caller may wait in all."""
+        # An explicit None would override the client's own timeout.
+        options = {'timeout': timeout} if timeout is not None else {}
+        cctxt = self.client.prepare(version=version, **options)
+        timeout = cctxt.timeout
+        if timeout is None:
+            timeout = cctxt.conf.rpc_response_timeout
+        return cctxt, timeout + CONF.worker.call_grace
+
     def _call(self, context, method, version='1.0', timeout=None, **kwargs):
-        cctxt = self.client.prepare(version=version, timeout=timeout)
-        return cctxt.call(context, method, **kwargs)
+        cctxt, deadline = self._prepare(version, timeout)
+        return rpc.within(deadline, cctxt.call, context, method, **kwargs)
 
     # 1.0
 
@@ -142,11 +158,10 @@ class AllocWorkerAPI(object):
 
     def external_event(self, context, events, cast=False, timeout=None):
         """Record events; with ``cast=True`` fire and forget (None)."""
-        cctxt = self.client.prepare(version='1.1', timeout=timeout)
-        if cast:
-            cctxt.cast(context, 'external_event', events=events)
-            return None
-        return cctxt.call(context, 'external_event', events=events)
+        cctxt, deadline = self._prepare('1.1', timeout)
+        send = cctxt.cast if cast else cctxt.call
+        return rpc.within(deadline, send, context, 'external_event',
+                          events=events)
 
     def wait_for_events(self, context, consumer_uuid, names, timeout):
         """Wait up to ``timeout`` seconds (the worker caps it below the RPC

@@ -58,6 +58,13 @@ worker_opts = [
                     'heartbeat_timeout_threshold; oslo.messaging\'s own '
                     'default, retrying for ever, holds a call long past '
                     'its timeout while a broker node hangs.'),
+    cfg.FloatOpt('call_grace', default=1.0, min=0,
+                 help='Clients of allocworker.rpcapi: seconds a caller '
+                      'waits beyond a call\'s timeout before it gives up '
+                      'with MessagingTimeout, whatever oslo.messaging is '
+                      'still doing (connecting to, publishing to or '
+                      'waiting for a hung broker node). The abandoned '
+                      'call finishes, or fails, in the background.'),
     cfg.IntOpt('shutdown_timeout', default=60, min=1,
                help='Seconds a worker process waits for in-flight calls '
                     'after SIGTERM before it exits anyway.'),

@@ -187,3 +187,18 @@ class ClusterClient(services.BareClient):
 
     def close(self):
         self.transport.cleanup()
+
+
+class LibraryClient(object):
+    """allocworker.rpcapi.AllocWorkerAPI (what a Python caller imports)
+    on the cluster client's transport, behind the interface Load uses."""
+
+    def __init__(self, client, topic):
+        from allocworker import rpcapi
+        self.context = client.context
+        self.api = rpcapi.AllocWorkerAPI(transport=client.transport,
+                                         topic=topic)
+
+    def call(self, method, rpc_timeout=None, **kwargs):
+        return getattr(self.api, method)(self.context, timeout=rpc_timeout,
+                                         **kwargs)
