@@ -65,7 +65,12 @@ def get_server(endpoints, topic, server_name):
 
 def get_client(topic, version, version_cap=None, timeout=None,
                transport=None):
+    """A client whose publishes give up (MessageDeliveryFailure) after
+    ``[worker] publish_retries`` reconnections instead of retrying for
+    ever, so that no call outlives its timeout by more than about one
+    publish (see doc/deployment.md, "A hung broker node")."""
     target = messaging.Target(topic=topic, version=version)
     return messaging.get_rpc_client(
         transport or get_transport(), target, version_cap=version_cap,
-        serializer=ContextSerializer(), timeout=timeout)
+        serializer=ContextSerializer(), timeout=timeout,
+        retry=CONF.worker.publish_retries)

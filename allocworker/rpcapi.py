@@ -23,6 +23,7 @@ raise (``oslo_messaging.MessagingTimeout`` when no worker answered in time).
 release alias below) so clients never send what old workers cannot take.
 """
 
+import kombu.exceptions
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
@@ -33,8 +34,9 @@ VERSION = '1.3'
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
     '2026.2': '1.0',
-    # The release that brings scheduling (get_allocation_candidates, claim).
-    '2027.1': '1.3',
+    # allocworker's own releases, by the newest RPC version they serve.
+    '0.1': '1.2',
+    '0.2': '1.3',
 }
 
 
@@ -85,7 +87,9 @@ class AllocWorkerAPI(object):
                 return self._call(context, method, items=items,
                                   atomic=atomic, version=version,
                                   timeout=timeout)
-            except messaging.MessagingTimeout:
+            except (messaging.MessagingTimeout,
+                    messaging.MessageDeliveryFailure,
+                    kombu.exceptions.OperationalError):
                 if attempt + 1 == attempts:
                     raise
 

@@ -34,8 +34,8 @@ def serve():
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    LOG.info('starting %d worker process(es) on topic %s',
-             CONF.worker.workers, CONF.worker.topic)
+    LOG.info('host %s: starting %d worker process(es) on topic %s',
+             CONF.host, CONF.worker.workers, CONF.worker.topic)
     for index in range(CONF.worker.workers):
         _spawn(children, index)
     failed = 0
@@ -110,7 +110,7 @@ def _child(index):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     db.configure(CONF)
     notifications.reset()
-    name = '%s.%d' % (CONF.worker.host, index)
+    name = '%s.%d' % (CONF.host, index)
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     server.start()
     LOG.info('worker process %d (pid %d) serving topic %s',

@@ -14,6 +14,8 @@ that database answers, one call at a time:
 - ``unnumbered``: ``resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000``
 - ``granular``: ``resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,
   MEMORY_MB:1024&group_policy=isolate&limit=1000``
+- ``nova``: ``unnumbered`` with ``root_required=!COMPUTE_STATUS_DISABLED``
+  (what Nova's scheduler sends for every boot)
 
 With ``--placement-python`` Placement 16 (from PyPI, in its own venv
 with the database driver) is started on a fresh database of the same
@@ -50,6 +52,9 @@ WORKLOADS = [
     ('unnumbered', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000'),
     ('granular', 'resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,'
      'MEMORY_MB:1024&group_policy=isolate&limit=1000'),
+    # What Nova's scheduler sends for every boot (root_required from 1.35).
+    ('nova', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&root_required='
+     '!COMPUTE_STATUS_DISABLED&limit=1000'),
 ]
 
 

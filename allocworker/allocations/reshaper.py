@@ -14,7 +14,9 @@ from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
+from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
+from allocworker.db import providers as db_providers
 
 
 def reshape(context, inventories, items,
@@ -50,14 +52,37 @@ def reshape(context, inventories, items,
 
 
 def _reshape(context, wanted, requests, new_type):
+    # Generations move as Placement's reshaper moves them, since agents
+    # carry them from one reshape to the next: once for the new
+    # inventories (not when they are empty), once for the allocations
+    # (providers placed on, and providers a consumer left entirely), and
+    # once when the inventories are settled.
     with db.writer() as conn:
         for uuid in sorted(wanted):
             generation, parsed = wanted[uuid]
-            providers.replace_inventories_in(conn, uuid, generation, parsed,
-                                             force=True, reshaping=True)
+            if parsed:
+                providers.replace_inventories_in(
+                    conn, uuid, generation, parsed, force=True,
+                    reshaping=True)
+            else:
+                providers.lock_at_generation(conn, uuid, generation)
+        left = _left_entirely(conn, requests)
         results, changes = (allocations.write_in(conn, context, requests,
                                                  new_type)
                             if requests else ({}, []))
+        for uuid in left:
+            providers.moved_generation(
+                conn, uuid, db_providers.lock_by_uuid(conn, uuid))
         for uuid in sorted(wanted):
             providers.settle_inventories(conn, uuid, wanted[uuid][1])
         return results, changes
+
+
+def _left_entirely(conn, requests):
+    """Providers that consumers whose allocations become empty leave, and
+    that no request places allocations on (those move anyway)."""
+    emptied = [r.consumer_uuid for r in requests if not r.allocations]
+    placed = {p for r in requests for p in r.allocations}
+    held = db_allocations.describe(conn, emptied)
+    return sorted({p for _consumer, allocs in held.values() for p in allocs}
+                  - placed)

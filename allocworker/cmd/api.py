@@ -27,6 +27,15 @@ class _Server(socketserver.ThreadingMixIn, simple_server.WSGIServer):
 
 
 class _QuietHandler(simple_server.WSGIRequestHandler):
+    def get_environ(self):
+        environ = super().get_environ()
+        # wsgiref makes up "text/plain" for a request without the header;
+        # uWSGI and mod_wsgi leave it out, and Placement's clients rely on
+        # the difference (a body without a type is a 400, not a 415).
+        if self.headers.get('Content-Type') is None:
+            environ.pop('CONTENT_TYPE', None)
+        return environ
+
     def log_message(self, fmt, *args):
         LOG.info('%s %s', self.address_string(), fmt % args)
 

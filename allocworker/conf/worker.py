@@ -6,14 +6,18 @@ worker_group = cfg.OptGroup(
     'worker', title='RPC worker',
     help='The oslo.messaging RPC server that answers allocation calls.')
 
+# [DEFAULT] host, as every OpenStack service names its host; 0.1.x read it
+# from [worker] host, still accepted (with a deprecation warning).
+host_opt = cfg.StrOpt(
+    'host', default=socket.gethostname(), sample_default='<hostname>',
+    deprecated_opts=[cfg.DeprecatedOpt('host', group='worker')],
+    help='Name of this worker host; worker process N serves the direct RPC '
+         'target "HOST.N" besides the shared topic. Must be unique per '
+         'worker command: two hosts of one name would share those targets.')
+
 worker_opts = [
     cfg.StrOpt('topic', default='allocworker',
                help='RPC topic the worker serves and clients call.'),
-    cfg.StrOpt('host', default=socket.gethostname(),
-               sample_default='<hostname>',
-               help='Name of this host among the workers; worker process '
-                    'N serves the direct RPC target "HOST.N" besides the '
-                    'shared topic. Must be unique per worker command.'),
     cfg.IntOpt('workers', default=1, min=1,
                help='Number of worker processes; each runs its own RPC '
                     'server on the topic. All races are settled in the '
@@ -41,6 +45,19 @@ worker_opts = [
     cfg.IntOpt('upkeep_interval', default=60, min=1,
                help='Seconds between runs of the worker task that expires '
                     'events and prunes old generation counter rows.'),
+    cfg.IntOpt('publish_retries', default=1, min=0,
+               help='Clients of allocworker.rpcapi: how many times a '
+                    'call whose publish failed is published again on a '
+                    'fresh connection (the next broker of transport_url) '
+                    'before it raises MessageDeliveryFailure (or kombu\'s '
+                    'OperationalError when no connection could be made). '
+                    'With 0 a connection never leaves a hung broker, not '
+                    'even in its heartbeat thread. Each try '
+                    'waits for the broker at most the smaller of the call '
+                    'timeout and [oslo_messaging_rabbit] '
+                    'heartbeat_timeout_threshold; oslo.messaging\'s own '
+                    'default, retrying for ever, holds a call long past '
+                    'its timeout while a broker node hangs.'),
     cfg.IntOpt('shutdown_timeout', default=60, min=1,
                help='Seconds a worker process waits for in-flight calls '
                     'after SIGTERM before it exits anyway.'),
@@ -48,9 +65,10 @@ worker_opts = [
 
 
 def register_opts(conf):
+    conf.register_opt(host_opt)
     conf.register_group(worker_group)
     conf.register_opts(worker_opts, group=worker_group)
 
 
 def list_opts():
-    return {worker_group: worker_opts}
+    return {'DEFAULT': [host_opt], worker_group: worker_opts}

@@ -96,6 +96,13 @@ def roots(conn, after=None, count=None, before=None, required=(),
     return [row[0] for row in conn.execute(query)]
 
 
+def count_roots(conn, lowest, highest):
+    """How many root providers have ids from ``lowest`` to ``highest``."""
+    return conn.execute(sa.select(sa.func.count()).select_from(_p).where(
+        _p.c.parent_provider_id.is_(None),
+        _p.c.id.between(lowest, highest))).scalar()
+
+
 def root_id_range(conn):
     row = conn.execute(sa.select(sa.func.min(_p.c.id), sa.func.max(_p.c.id))
                        .where(_p.c.parent_provider_id.is_(None))).first()

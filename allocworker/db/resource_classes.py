@@ -61,3 +61,8 @@ def delete(conn, class_id):
     conn.execute(sa.delete(schema.usages)
                  .where(schema.usages.c.resource_class_id == class_id))
     conn.execute(sa.delete(_rc).where(_rc.c.id == class_id))
+
+
+def rename(conn, class_id, new_name):
+    conn.execute(sa.update(_rc).where(_rc.c.id == class_id)
+                 .values(name=new_name))

@@ -76,6 +76,8 @@ CALLS = [
           'call'),
     _rule('delete_resource_class', ADMIN, 'Delete a custom resource class',
           'call'),
+    _rule('update_resource_class', ADMIN, 'Rename a custom resource class',
+          'call'),
     _rule('get_providers', ANYONE, 'Read providers and inventories',
           'call'),
     _rule('get_usages', ANYONE, "Read providers' usages", 'call'),
@@ -92,6 +94,10 @@ CALLS = [
           "Replace a provider's aggregates", 'call'),
     _rule('reshape', ADMIN, 'Move inventories and allocations together',
           'call'),
+    _rule('placement_api', ADMIN_OR_SERVICE,
+          "Use Placement's HTTP API in allocworker-api (every route but "
+          "the version document), as Placement's own default allows only "
+          'admins and services', 'request'),
     _rule('allocation_candidates', ANYONE,
           'List the ways a request for resources could be placed', 'call'),
 ]

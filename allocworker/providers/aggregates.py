@@ -24,8 +24,9 @@ def _read(context, uuid):
 
 
 def set_provider_aggregates(context, uuid, provider_generation, aggregates):
-    """Replace the provider's aggregates; ``provider_generation`` None
-    writes whatever the generation is (Placement before 1.19)."""
+    """Replace the provider's aggregates under its generation, and move
+    it. ``provider_generation`` None is Placement's API before 1.19: the
+    write neither compares nor moves the generation."""
     return items.one(context, {'uuid': items.echo(uuid)}, _set, context,
                      uuid, provider_generation, aggregates)
 
@@ -49,4 +50,6 @@ def _replace(uuid, expected_generation, aggregates):
     with db.writer() as conn:
         row = providers.lock_at_generation(conn, uuid, expected_generation)
         db_aggregates.replace(conn, row.id, aggregates)
+        if expected_generation is None:
+            return row.generation
         return providers.moved_generation(conn, uuid, row)

@@ -240,13 +240,15 @@ def replace_inventories_in(conn, provider_uuid, expected_generation, parsed,
 
 def settle_inventories(conn, provider_uuid, parsed):
     """After a reshape moved allocations: no class in use may have lost
-    its inventory, and over-capacity is marked where it now is."""
+    its inventory, and over-capacity is marked where it now is. A write
+    of its own, so it moves the generation; the new one."""
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     used = {name: amount for (_pid, name), amount in
             db_providers.usages(conn, [row.id]).items()}
     check_inventory_change(provider_uuid, parsed, used, force=True)
     _store_inventories(conn, row.id, parsed,
                        db_classes.ids_by_name(conn, parsed), used)
+    return moved_generation(conn, provider_uuid, row)
 
 
 def _store_inventories(conn, provider_id, parsed, class_ids, used):
@@ -263,14 +265,15 @@ def lock_at_generation(conn, provider_uuid, expected_generation):
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     if row is None:
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
-                          'provider %s does not exist' % provider_uuid)
+                          'provider %s does not exist' % provider_uuid,
+                          uuid=provider_uuid)
     if expected_generation is not None and \
             row.generation != expected_generation:
         raise codes.Fault(
             codes.PROVIDER_GENERATION_CONFLICT,
             'provider %s is at generation %d, not %d'
             % (provider_uuid, row.generation, expected_generation),
-            generation=row.generation)
+            uuid=provider_uuid, generation=row.generation)
     return row
 
 
@@ -385,32 +388,3 @@ def list_resource_classes(context):
     with db.reader() as conn:
         return [{'name': name, 'status': 200}
                 for name in db_classes.names(conn)]
-
-
-def delete_resource_class(context, name):
-    """Delete a CUSTOM_ class no inventory or allocation uses."""
-    return _allowed_one(context, 'delete_resource_class',
-                        {'name': items.echo(name)}, _delete_resource_class,
-                        name)
-
-
-def _delete_resource_class(name):
-    name = validation.resource_class(name, 'name')
-    if name in os_resource_classes.STANDARDS:
-        raise validation.invalid('%s is a standard resource class and '
-                                 'cannot be deleted' % name)
-    retry.write(_remove_resource_class, name)
-    return {'name': name, 'status': 200}
-
-
-def _remove_resource_class(name):
-    with db.writer() as conn:
-        class_id = db_classes.ids_by_name(conn, [name]).get(name)
-        if class_id is None:
-            raise codes.Fault(codes.RESOURCE_CLASS_NOT_FOUND_404,
-                              'No such resource class %s' % name)
-        if db_classes.in_use(conn, class_id):
-            raise codes.Fault(codes.RESOURCE_CLASS_IN_USE,
-                              'Unable to delete resource class %s: it is '
-                              'in use in inventory or allocations' % name)
-        db_classes.delete(conn, class_id)

@@ -53,8 +53,7 @@ def _delete(context, name):
     name = validation.trait_name(name, 'name')
     policy.check(context, 'delete_trait', 'trait %s' % name)
     if name in os_traits.get_traits():
-        raise validation.invalid('%s is a standard trait and cannot be '
-                                 'deleted' % name)
+        raise validation.invalid('Cannot delete standard trait %s.' % name)
     retry.write(_remove, name)
     return {'name': name, 'status': 200}
 
@@ -68,7 +67,7 @@ def _remove(name):
         if db_traits.in_use(conn, trait_id):
             raise codes.Fault(codes.TRAIT_IN_USE,
                               'The trait %s is in use by a resource '
-                              'provider' % name)
+                              'provider.' % name)
         db_traits.delete(conn, trait_id)
 
 

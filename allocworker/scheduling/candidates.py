@@ -102,12 +102,15 @@ def _find(conn, request, limit, randomize, nested):
             allowed = anchors if allowed is None else allowed & anchors
     search = combine.Search(conn, request, plans, sharing, nested,
                             Candidate)
+    # Root filters leave gaps between a slice's roots.
+    filtered = allowed is not None or bool(request.root_required or
+                                           request.root_forbidden)
     found, seen = [], set()
     for chunk in _slices(conn, request, trait_ids, allowed, randomize):
         found.extend(search.slice(
             chunk, seen, None if limit is None else limit - len(found),
-            every_root=allowed is None and not (
-                request.root_required or request.root_forbidden)))
+            ranged=not filtered or db_candidates.count_roots(
+                conn, chunk[0], chunk[-1]) <= 2 * len(chunk)))
         if limit is not None and len(found) >= limit:
             break
     if randomize:

@@ -30,13 +30,14 @@ class Search(object):
             not p.group.single_provider and
             (p.group.required or p.group.any_traits) for p in plans)
 
-    def slice(self, chunk, seen, want, every_root=False):
+    def slice(self, chunk, seen, want, ranged=False):
         """Up to ``want`` new candidates (not in ``seen``, which grows)
         anchored at the root ids of ``chunk``, in root order.
-        ``every_root``: the chunk holds every root between its first and
-        last, so the queries can ask for that range."""
+        ``ranged``: ask the database for the roots between the chunk's
+        first and last (cheaper than a list when few others lie between;
+        rows of those others are dropped here)."""
         members = set(chunk)
-        roots = (chunk[0], chunk[-1]) if every_root else members
+        roots = (chunk[0], chunk[-1]) if ranged else members
         found = []
         for plan in self.plans:
             found.append(self._group_rows(plan, roots, members))

@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 
+import kombu.exceptions
 import oslo_messaging as messaging
 
 from tests.functional.helpers import alloc_item
@@ -28,6 +29,9 @@ class Load(object):
         self.acknowledged = {}   # consumer uuid -> generation
         self.statuses = collections.Counter()
         self.threads = []
+        self.worst_attempt = 0.0   # longest single rpc.call, answered or not
+        self.worst_call = 0.0      # longest call until answered, retries too
+        self.worst_outcome = None
 
     def start(self):
         for n in range(self.clients):
@@ -63,22 +67,37 @@ class Load(object):
         """Send until answered (the same keys every time)."""
         self._count('calls made')
         first = True
+        began = time.monotonic()
         while True:
             if not first:
                 self._count('retries')
             first = False
+            attempt = time.monotonic()
             try:
                 answer = self.rpc.call(
                     'allocate', rpc_timeout=self.rpc_timeout, items=items)
             except (messaging.MessagingTimeout, messaging.MessagingException,
-                    OSError):
+                    kombu.exceptions.OperationalError, OSError) as error:
+                self._took(attempt, None, type(error).__name__)
                 if self.stopping.is_set() and self.figures['retries'] > 10000:
                     self._count('given up')
                     return None
                 time.sleep(0.5)
                 continue
+            self._took(attempt, began, 'answered')
             self._count('calls answered')
             return answer
+
+    def _took(self, attempt, began, outcome):
+        now = time.monotonic()
+        with self.lock:
+            if outcome != 'answered':
+                self.figures[outcome] += 1
+            if now - attempt > self.worst_attempt:
+                self.worst_attempt = now - attempt
+                self.worst_outcome = outcome
+            if began is not None:
+                self.worst_call = max(self.worst_call, now - began)
 
     def _count(self, what, n=1):
         with self.lock:
@@ -99,7 +118,10 @@ class Load(object):
 
     def report(self, name):
         lost = self.lost()
-        print('\n%s: %s; acknowledged items %d; lost %d; statuses %s'
+        print('\n%s: %s; acknowledged items %d; lost %d; statuses %s; '
+              'worst attempt %.1f s (%s; timeout %s s); worst call until '
+              'answered %.1f s'
               % (name, dict(self.figures), len(self.acknowledged), len(lost),
-                 dict(self.statuses)))
+                 dict(self.statuses), self.worst_attempt, self.worst_outcome,
+                 self.rpc_timeout, self.worst_call))
         return lost

@@ -83,11 +83,12 @@ def write_config(path, db_url, topic, workers=1, extra=''):
                 'transport_url = %s\n'
                 'state_path = %s\n'
                 'log_file = %s\n'
+                'host = %s\n'
                 '[database]\nconnection = %s\n'
-                '[worker]\ntopic = %s\nworkers = %d\nhost = %s\n%s'
+                '[worker]\ntopic = %s\nworkers = %d\n%s'
                 % (RABBIT_URL, os.path.dirname(path),
                    os.path.join(os.path.dirname(path), 'worker.log'),
-                   db_url, topic, workers, topic, extra))
+                   topic, db_url, topic, workers, extra))
     return path
 
 

@@ -32,18 +32,19 @@ def test_rpcapi_claims_at_1_3_and_refuses_under_an_older_cap(rpc, topic):
     placed = one(api.claim(rpc.context, [claim_item(str(uuid.uuid4()),
                                                     wanting(name))]))
     assert (placed['status'], placed['root_uuid']) == (200, root)
-    cfg.CONF.set_override('allocworker', '2026.2', 'upgrade_levels')
+    # 0.1, the release before scheduling, served RPC 1.2.
+    cfg.CONF.set_override('allocworker', '0.1', 'upgrade_levels')
     try:
         old = rpcapi.AllocWorkerAPI(transport=rpc.transport)
         try:
             old.claim(rpc.context, [claim_item(str(uuid.uuid4()),
                                                wanting(name))])
-            raise AssertionError('a 1.3 call went past a 1.0 cap')
+            raise AssertionError('a 1.3 call went past a 1.2 cap')
         except messaging.RPCVersionCapError:
             pass
     finally:
         cfg.CONF.clear_override('allocworker', 'upgrade_levels')
-    assert rpcapi.VERSION_ALIASES['2027.1'] == rpcapi.VERSION == '1.3'
+    assert rpcapi.VERSION_ALIASES['0.2'] == rpcapi.VERSION == '1.3'
 
 
 def test_claim_through_the_http_mirror(rpc, database, scratch):

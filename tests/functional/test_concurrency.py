@@ -7,29 +7,17 @@ from concurrent import futures
 import threading
 import uuid
 
-from tests.functional.helpers import (alloc_item, allocate, one, provider,
-                                      usage)
+from tests.functional.helpers import (alloc_item, allocate, in_parallel,
+                                      one, provider, usage)
 
 CLIENTS = 16
-
-
-def _in_parallel(fn, jobs, clients=CLIENTS):
-    start = threading.Barrier(min(clients, len(jobs)))
-
-    def run(job):
-        if len(jobs) <= clients:
-            start.wait()
-        return fn(job)
-
-    with futures.ThreadPoolExecutor(clients) as pool:
-        return list(pool.map(run, jobs))
 
 
 def test_storm_for_the_last_units_never_overcommits(rpc):
     capacity = 20
     host, _ = provider(rpc, {'VCPU': {'total': capacity}})
     consumers = [str(uuid.uuid4()) for _ in range(64)]
-    results = _in_parallel(
+    results = in_parallel(
         lambda c: allocate(rpc, c, {host: {'VCPU': 1}}), consumers)
     outcomes = collections.Counter((r['status'], r.get('code'))
                                    for r in results)
@@ -54,7 +42,7 @@ def test_storm_of_batches_never_overcommits(rpc):
             alloc_item(str(uuid.uuid4()), {host: {'VCPU': 1}})
             for _ in range(10)])['items']
 
-    items = [i for b in _in_parallel(batch, range(CLIENTS)) for i in b]
+    items = [i for b in in_parallel(batch, range(CLIENTS)) for i in b]
     assert sum(i['status'] == 200 for i in items) == 50
     assert all(i.get('code') == 'capacity.exceeded' for i in items
                if i['status'] != 200)
@@ -64,7 +52,7 @@ def test_storm_of_batches_never_overcommits(rpc):
 def test_racing_writers_with_one_generation_have_one_winner(rpc, ids):
     host, _ = provider(rpc, {'VCPU': {'total': 100}})
     made = allocate(rpc, ids.consumer, {host: {'VCPU': 1}})
-    results = _in_parallel(
+    results = in_parallel(
         lambda n: allocate(rpc, ids.consumer, {host: {'VCPU': n}},
                            made['consumer_generation']),
         range(2, 2 + CLIENTS))
@@ -82,7 +70,7 @@ def test_racing_writers_with_one_generation_have_one_winner(rpc, ids):
 def test_racing_creators_of_one_new_consumer_have_one_winner(rpc, ids):
     host, _ = provider(rpc, {'VCPU': {'total': 100}})
     consumer = ids.consumer  # made once, before the threads share it
-    results = _in_parallel(
+    results = in_parallel(
         lambda n: allocate(rpc, consumer, {host: {'VCPU': n}}),
         range(1, 1 + CLIENTS))
     assert sum(r['status'] == 200 for r in results) == 1, results
@@ -105,7 +93,7 @@ def test_generations_are_unique_under_concurrent_writes(rpc):
                 with lock:
                     seen.append(generation)
 
-    _in_parallel(writer, range(8), clients=8)
+    in_parallel(writer, range(8), clients=8)
     assert seen and len(seen) == len(set(seen)), seen
 
 

@@ -74,9 +74,11 @@ def test_aggregates_replace_and_move_the_generation():
     agg = str(uuid.uuid4())
     item, = aggregates.set_provider_aggregates(None, rp['uuid'], 0, [agg])
     assert (item['generation'], item['aggregates']) == (1, [agg])
-    # Placement before 1.19 writes without a generation.
+    # Placement before 1.19 writes without a generation and keeps it.
     item, = aggregates.set_provider_aggregates(None, rp['uuid'], None, [])
-    assert (item['generation'], item['aggregates']) == (2, [])
+    assert (item['generation'], item['aggregates']) == (1, [])
+    item, = aggregates.get_provider_aggregates(None, rp['uuid'])
+    assert (item['generation'], item['aggregates']) == (1, [])
     missing, = aggregates.get_provider_aggregates(None, str(uuid.uuid4()))
     assert missing['code'] == 'provider.not_found'
 

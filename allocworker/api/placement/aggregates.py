@@ -3,6 +3,7 @@ generation from 1.19)."""
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
+from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
 from allocworker.providers import aggregates
 
@@ -28,6 +29,7 @@ def of_provider(request, uuid):
 
 def set_for_provider(request, uuid):
     _since(request)
+    rp.fetch(request, uuid)
     data = request.json(schemas.put_aggregates(request))
     if request.at_least(19):
         generation, wanted = (data['resource_provider_generation'],
@@ -36,5 +38,6 @@ def set_for_provider(request, uuid):
         generation, wanted = None, data
     item, = aggregates.set_provider_aggregates(request.context, uuid,
                                                generation, wanted)
-    return http.Response(body=_body(request, faults.checked(item)),
-                         cacheable=True)
+    # Placement echoes the aggregates in the order they were sent.
+    item = dict(faults.checked_write(item), aggregates=wanted)
+    return http.Response(body=_body(request, item), cacheable=True)

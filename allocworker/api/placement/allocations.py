@@ -57,6 +57,10 @@ def _representation(request, item):
 
 
 def show(request, consumer_uuid):
+    # Placement reads whatever string it is given: a malformed uuid holds
+    # nothing, and a DELETE of it is a 404; only writes refuse it (400).
+    if not http.is_uuid(consumer_uuid):
+        return http.Response(body={'allocations': {}}, cacheable=True)
     uuid = consumer(consumer_uuid)
     item = _read(request, [uuid])[uuid]
     return http.Response(body=_representation(request, item),
@@ -161,6 +165,9 @@ def post_many(request):
 
 
 def delete(request, consumer_uuid):
+    if not http.is_uuid(consumer_uuid):
+        raise http.not_found("No allocations for consumer '%s'"
+                             % consumer_uuid)
     uuid = consumer(consumer_uuid)
     for _attempt in range(READ_WRITE_ATTEMPTS):
         current = _read(request, [uuid])[uuid]

@@ -42,6 +42,16 @@ def checked(item, prefix=''):
     raise error(item['status'], item.get('code'), item['detail'], prefix)
 
 
+def checked_write(item):
+    """``checked`` for a write of a provider's traits or aggregates, whose
+    generation conflict Placement words in its own way."""
+    if item.get('code') == codes.PROVIDER_GENERATION_CONFLICT.code:
+        raise http.conflict("Resource provider's generation already "
+                            "changed. Please update the generation and try "
+                            "again.", http.CONCURRENT_UPDATE)
+    return checked(item)
+
+
 def call(fn, *args, **kwargs):
     """A service-layer call whose whole-request faults become HTTPError."""
     try:

@@ -24,6 +24,7 @@ MAX_VERSION = (1, 39)
 VERSIONS = ['1.%d' % n for n in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
 SERVICE_TYPE = 'placement'
 UNDEFINED_CODE = 'placement.undefined_code'
+JSON = 'application/json'
 CONCURRENT_UPDATE = 'placement.concurrent_update'
 
 
@@ -53,7 +54,8 @@ class Response(object):
         self.status = status
         self.body = body
         self.headers = list(headers)
-        # GETs of state carry Last-Modified and Cache-Control from 1.15.
+        # Answers that carry state (GETs, and writes that echo what they
+        # wrote) have Last-Modified and Cache-Control from 1.15.
         self.cacheable = cacheable
 
 
@@ -74,10 +76,17 @@ class Request(object):
         length = int(self.environ.get('CONTENT_LENGTH') or 0)
         return self.environ['wsgi.input'].read(length) if length else b''
 
+    def media_type(self):
+        return self.environ.get('CONTENT_TYPE', '').split(';')[0].strip()
+
     def json(self, schema):
-        """The JSON body, checked against ``schema`` (jsonschema)."""
+        """The JSON body, checked against ``schema`` (jsonschema); a body
+        of another media type is a 415, as Placement answers."""
+        if self.media_type() != JSON:
+            raise HTTPError(415, 'The media type %s is not supported, use %s'
+                            % (self.media_type() or None, JSON))
         try:
-            data = json.loads(self.body() or b'null')
+            data = json.loads(self.body())
         except ValueError as exc:
             raise bad_request('Malformed JSON: %s' % exc)
         validate(data, schema)
@@ -97,9 +106,16 @@ class Request(object):
 FORMATS = jsonschema.FormatChecker(())
 
 
-@FORMATS.checks('uuid', raises=ValueError)
+@FORMATS.checks('uuid')
 def _is_uuid(value):
-    return not isinstance(value, str) or bool(uuidlib.UUID(value))
+    return not isinstance(value, str) or is_uuid(value)
+
+
+def is_uuid(value):
+    try:
+        return bool(uuidlib.UUID(value))
+    except ValueError:
+        return False
 
 
 def validate(data, schema):
@@ -107,6 +123,39 @@ def validate(data, schema):
         jsonschema.validate(data, schema, format_checker=FORMATS)
     except jsonschema.ValidationError as exc:
         raise bad_request('JSON does not validate: %s' % exc)
+
+
+def check_framing(environ):
+    """Placement's checks of the request's own headers, made before
+    routing: a body needs a Content-Type, and a length must be a number.
+    (The server must leave CONTENT_TYPE out when the header is absent.)"""
+    length = environ.get('CONTENT_LENGTH')
+    try:
+        if length and int(length) > 0 and not environ.get('CONTENT_TYPE'):
+            raise bad_request('content-type header required when '
+                              'content-length > 0')
+    except ValueError:
+        raise bad_request('content-length header must be an integer')
+
+
+def check_accept(environ):
+    """A 406 unless the Accept header (if any) admits JSON."""
+    accept = environ.get('HTTP_ACCEPT', '').strip()
+    if accept and not any(_admits_json(r) for r in accept.split(',')):
+        raise HTTPError(406, 'Only %s is provided' % JSON)
+
+
+def _admits_json(media_range):
+    name, _, params = media_range.partition(';')
+    for param in params.split(';'):
+        key, _, value = param.partition('=')
+        if key.strip() == 'q':
+            try:
+                if float(value) <= 0:
+                    return False
+            except ValueError:
+                return False
+    return name.strip().lower() in (JSON, 'application/*', '*/*')
 
 
 def _version(environ):

@@ -75,7 +75,7 @@ def create(request, uuid):
     item = _write(request, uuid, provider['generation'], current, 'create')
     return http.Response(
         201, _body(item['generation'], item['inventories'][name]),
-        [('Location', rp.url(uuid, 'inventories', name))])
+        [('Location', rp.url(uuid, 'inventories', name))], cacheable=True)
 
 
 def update(request, uuid, resource_class):
@@ -91,7 +91,8 @@ def update(request, uuid, resource_class):
     current[resource_class] = data
     item = _write(request, uuid, generation, current, 'update')
     return http.Response(body=_body(item['generation'],
-                                    item['inventories'][resource_class]))
+                                    item['inventories'][resource_class]),
+                         cacheable=True)
 
 
 def delete(request, uuid, resource_class):

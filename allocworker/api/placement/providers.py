@@ -72,7 +72,8 @@ def create(request):
     faults.checked(item)
     location = [('Location', url(item['uuid']))]
     if request.at_least(20):
-        return http.Response(200, representation(request, item), location)
+        return http.Response(200, representation(request, item), location,
+                             cacheable=True)
     return http.Response(201, None, location)
 
 

@@ -1,11 +1,10 @@
-"""``/resource_classes``: list, show, create and delete (1.2), and the
-idempotent PUT of 1.7. Renaming a class (PUT before 1.7) is not offered:
-allocations and inventories name classes, and a rename would rewrite
-history under them (405)."""
+"""``/resource_classes``: list, show, create, rename (PUT, 1.2 to 1.6) and
+delete (1.2), and the idempotent PUT that creates one from 1.7."""
 
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 
 
@@ -28,6 +27,7 @@ def _since(request, minor):
 
 
 def list_classes(request):
+    _since(request, 2)
     return http.Response(body={'resource_classes': [
         _representation(n) for n in _names(request)]}, cacheable=True)
 
@@ -35,11 +35,12 @@ def list_classes(request):
 def show(request, name):
     _since(request, 2)
     if name not in _names(request):
-        raise http.not_found('No such resource class with name %s' % name)
+        raise http.not_found('No such resource class %s.' % name)
     return http.Response(body=_representation(name), cacheable=True)
 
 
 def _create(request, name):
+    http.validate({'name': name}, schemas.resource_class())
     item, = providers.create_resource_class(request.context, name)
     if item.get('code') == 'invalid_request':
         raise http.bad_request(item['detail'])
@@ -56,20 +57,33 @@ def create(request):
 
 
 def update(request, name):
+    _since(request, 2)
     if not request.at_least(7):
-        _since(request, 2)
-        raise http.HTTPError(
-            405, 'Renaming resource classes is not offered; since 1.7 PUT '
-            'creates one.', headers=[('Allow', 'GET')])
+        return _rename(request, name)
     created = _create(request, name)
     return http.Response(201 if created else 204, None,
                          [('Location', _url(name))])
 
 
+def _rename(request, name):
+    new_name = request.json(schemas.resource_class())['name']
+    item, = resource_classes.rename_resource_class(request.context, name,
+                                                   new_name)
+    if item['status'] == 404:
+        raise http.not_found('No such resource class %s.' % name)
+    if item['status'] == 400:
+        raise http.bad_request('Cannot update standard resource class %s'
+                               % name)
+    return http.Response(body=_representation(faults.checked(item)['name']))
+
+
 def delete(request, name):
     _since(request, 2)
-    item, = providers.delete_resource_class(request.context, name)
+    item, = resource_classes.delete_resource_class(request.context, name)
     if item['status'] == 404:
-        raise http.not_found('No such resource class with name %s' % name)
-    faults.checked(item)
+        raise http.not_found('No such resource class %s.' % name)
+    if item['status'] == 400:
+        raise http.bad_request('Error in delete resource class: Cannot '
+                               'delete standard resource class %s.' % name)
+    faults.checked(item, 'Error in delete resource class: ')
     return http.Response(204)

@@ -8,4 +8,4 @@ def versions(_request):
     return http.Response(body={'versions': [{
         'id': 'v1.0', 'status': 'CURRENT',
         'min_version': '%d.%d' % low, 'max_version': '%d.%d' % high,
-        'links': [{'rel': 'self', 'href': ''}]}]})
+        'links': [{'rel': 'self', 'href': ''}]}]}, cacheable=True)

@@ -11,6 +11,7 @@ from oslo_log import log as logging
 from allocworker.api.placement import aggregates
 from allocworker.api.placement import allocations
 from allocworker.api.placement import candidates
+from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import inventories
 from allocworker.api.placement import providers
@@ -19,6 +20,7 @@ from allocworker.api.placement import resource_classes
 from allocworker.api.placement import root
 from allocworker.api.placement import traits
 from allocworker.api.placement import usages
+from allocworker import policy
 
 LOG = logging.getLogger(__name__)
 
@@ -82,9 +84,20 @@ def dispatch(request):
         if handler is None:
             allowed = ', '.join(sorted(methods))
             raise http.HTTPError(
-                405, 'The method specified is not allowed for this '
-                'resource.', headers=[('Allow', allowed)])
-        return handler(request, **match.groupdict())
+                405, 'The method %s is not allowed for this resource.'
+                % request.method, headers=[('Allow', allowed)])
+        if handler is not root.versions:
+            if request.method == 'GET':
+                http.check_accept(request.environ)
+            faults.call(policy.check, request.context, 'placement_api',
+                        'the Placement API')
+        path = match.groupdict()
+        if 'uuid' in path and not http.is_uuid(path['uuid']):
+            # Placement looks a provider up by whatever string it is given,
+            # so a malformed uuid is simply not found.
+            raise http.not_found('No resource provider with uuid %s found'
+                                 % path['uuid'])
+        return handler(request, **path)
     raise http.not_found('The resource could not be found.')
 
 
@@ -93,6 +106,7 @@ def application(environ, start_response):
     try:
         request = http.Request(environ)
         version, request_id = request.version, request.context.request_id
+        http.check_framing(environ)
         outcome = dispatch(request)
     except http.HTTPError as error:
         outcome = error

@@ -99,6 +99,13 @@ RESOURCES = {'type': 'object', 'minProperties': 1,
              'additionalProperties': False}
 
 
+# Which providers met which request group (1.34): checked for form, then
+# dropped, as Placement does; nothing reads them back.
+MAPPINGS = {'type': 'object', 'minProperties': 1, 'patternProperties': {
+    '^[a-zA-Z0-9_-]{0,64}$': {'type': 'array', 'minItems': 1,
+                              'items': UUID}}}
+
+
 def _list_allocations():
     return {'type': 'array', 'minItems': 1, 'items': _object({
         'resource_provider': _object({'uuid': UUID}, ['uuid']),
@@ -127,6 +134,8 @@ def _consumer_fields(request, allocations):
     if request.at_least(28):
         properties['consumer_generation'] = {'type': ['integer', 'null']}
         required.append('consumer_generation')
+    if request.at_least(34):
+        properties['mappings'] = MAPPINGS
     if request.at_least(38):
         properties['consumer_type'] = CONSUMER_TYPE
         required.append('consumer_type')
@@ -172,9 +181,7 @@ def resource_class():
 
 def list_traits():
     return _object({'name': {'type': 'string'},
-                    'associated': {'type': 'string',
-                                   'enum': ['true', 'false', 'True',
-                                            'False']}})
+                    'associated': {'type': 'string'}})
 
 
 def put_provider_traits():

@@ -31,6 +31,9 @@ def list_traits(request):
                 "name2|prefix]. Got: \"%s\"" % name)
     associated = params.get('associated')
     if associated is not None:
+        if associated.lower() not in ('true', 'false'):
+            raise http.bad_request('The query parameter "associated" only '
+                                   'accepts "true" or "false"')
         associated = associated.lower() == 'true'
     found = faults.call(traits.list_traits, request.context, starts_with,
                         names, associated)
@@ -56,7 +59,7 @@ def create(request, name):
                                'characters: "A"-"Z", "0"-"9" and "_"')
     faults.checked(item)
     return http.Response(201 if item['created'] else 204, None,
-                         [('Location', '/traits/%s' % name)])
+                         [('Location', '/traits/%s' % name)], cacheable=True)
 
 
 def delete(request, name):
@@ -82,7 +85,8 @@ def set_for_provider(request, uuid):
     item, = traits.set_provider_traits(
         request.context, uuid, data['resource_provider_generation'],
         data['traits'])
-    return http.Response(body=_body(faults.checked(item)))
+    return http.Response(body=_body(faults.checked_write(item)),
+                         cacheable=True)
 
 
 def delete_for_provider(request, uuid):

@@ -1,0 +1,82 @@
+"""allocworker-manage group ...: consumer groups and their members."""
+
+from allocworker.cmd import commands as cli
+from allocworker.conf import CONF
+from allocworker.groups import membership as groups
+
+
+GROUP_COLUMNS = ['uuid', 'name', 'policy', 'max_per_root', 'members',
+                 'generation']
+
+
+def _group_rows(items):
+    return [dict(item, members=len(item['members'])) for item in items]
+
+
+def group_create():
+    args = CONF.command
+    item = cli.items(groups.create_group(
+        cli.context(), args.uuid, args.group_name, args.policy,
+        args.max_per_root, args.project_id))[0]
+    cli.emit(_group_rows([item]) if CONF.command.format == 'table' else item,
+             GROUP_COLUMNS)
+
+
+def group_list():
+    items = groups.get_groups(cli.context(), None, CONF.command.project_id)
+    cli.emit(_group_rows(items) if CONF.command.format == 'table' else items,
+             GROUP_COLUMNS)
+
+
+def group_show():
+    item = cli.items(groups.get_groups(cli.context(), [CONF.command.uuid]))[0]
+    if CONF.command.format == 'json':
+        return cli.emit(item, [])
+    cli.emit(_group_rows([item]), GROUP_COLUMNS)
+    print()
+    where = {m: root for root, members in item['roots'].items()
+             for m in members}
+    cli.emit([{'member': m, 'root_provider': where.get(m)}
+              for m in item['members']], ['member', 'root_provider'])
+
+
+def group_delete():
+    cli.items(groups.delete_group(cli.context(), CONF.command.uuid))
+    print('deleted group %s' % CONF.command.uuid)
+
+
+def group_add():
+    args = CONF.command
+    added = groups.add_members(cli.context(), args.uuid, args.members)
+    cli.emit(cli.items(added), ['consumer_uuid', 'status', 'warnings'])
+
+
+def group_remove():
+    args = CONF.command
+    removed = groups.remove_members(cli.context(), args.uuid, args.members)
+    cli.emit(cli.items(removed), ['consumer_uuid', 'status'])
+
+
+def add_parsers(subparsers):
+    sub = cli.category(subparsers, 'group', 'consumer groups')
+    cli.add(sub, 'create', group_create, 'create a consumer group',
+            [(['--uuid'], dict(required=True)),
+             (['--name'], dict(required=True, dest='group_name')),
+             (['--policy'], dict(required=True, choices=[
+              'affinity', 'anti-affinity', 'soft-affinity',
+              'soft-anti-affinity'])),
+             (['--max-per-root'], dict(type=int, dest='max_per_root')),
+             (['--project-id'], dict(dest='project_id'))])
+    cli.add(sub, 'list', group_list, 'list consumer groups',
+            [(['--project-id'], dict(dest='project_id'))])
+    cli.add(sub, 'show', group_show,
+            'show a group, its members and the roots they sit on',
+            [(['uuid'], {})])
+    cli.add(sub, 'delete', group_delete, 'delete a group (allocations stay)',
+            [(['uuid'], {})])
+    cli.add(sub, 'add', group_add, 'add members to a group',
+            [(['uuid'], {}), (['members'], dict(nargs='+',
+                                                metavar='CONSUMER_UUID'))])
+    cli.add(sub, 'remove', group_remove, 'remove members from a group',
+            [(['uuid'], {}), (['members'], dict(nargs='+',
+                                                metavar='CONSUMER_UUID'))])
