@@ -13,6 +13,7 @@ calls in flight in both pools finish before the server is done.
 """
 
 from concurrent import futures
+import threading
 
 from oslo_messaging.rpc import server as rpc_server
 from oslo_messaging import server as messaging_server
@@ -27,16 +28,19 @@ class Server(rpc_server.RPCServer):
     def __init__(self, transport, target, dispatcher, executor=None):
         super().__init__(transport, target, dispatcher, executor)
         self._waits = None
+        self._waits_lock = threading.Lock()
 
     def _waits_pool(self):
-        if self._waits is None:
-            self._waits = futures.ThreadPoolExecutor(
-                CONF.events.wait_threads, thread_name_prefix='wait')
+        # Two executor threads may hand over their first waits at once.
+        with self._waits_lock:
+            if self._waits is None:
+                self._waits = futures.ThreadPoolExecutor(
+                    CONF.events.wait_threads, thread_name_prefix='wait')
         return self._waits
 
     def _process_incoming(self, incoming):
-        # Only ever called from the executor pool, one message at a time
-        # per thread; the pool is made on first use, after fork.
+        # Called from the executor pool; the waits' pool is made on first
+        # use, after fork.
         if incoming[0].message.get('method') in WAITING_CALLS:
             self._waits_pool().submit(super()._process_incoming, incoming)
         else:

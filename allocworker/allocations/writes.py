@@ -281,15 +281,20 @@ def blamed(failed, requests):
 
 
 def _guarded(context, requests, changes, atomic, new_type):
-    """Write ``requests`` in one transaction; {index: item | Fault}.
+    """Write ``requests`` in one transaction; {index: item | Fault}."""
+    return guarded(_write, 'allocate', context, requests, changes,
+                   context, requests, atomic, new_type)
+
+
+def guarded(transaction, what, context, requests, changes, *args):
+    """``transaction(*args)`` with retries: {index: item | Fault}.
 
     Whatever goes wrong, every request gets an answer and a failed
     transaction writes nothing. The notification payloads of what was
     committed are appended to ``changes``.
     """
     try:
-        results, committed = retry.write(_write, context, requests, atomic,
-                                         new_type)
+        results, committed = retry.write(transaction, *args)
         changes.extend(committed)
         return results
     except allocation_plan.BatchFailed as failed:
@@ -298,7 +303,8 @@ def _guarded(context, requests, changes, atomic, new_type):
         return {r.index: fault for r in requests}
     except Exception:
         request_id = getattr(context, 'request_id', None)
-        LOG.exception('allocate failed unexpectedly (request %s)', request_id)
+        LOG.exception('%s failed unexpectedly (request %s)', what,
+                      request_id)
         return {r.index: codes.unexpected(request_id) for r in requests}
 
 

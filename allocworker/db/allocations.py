@@ -74,13 +74,20 @@ def delete_rows(conn, consumer_ids):
         conn.execute(_DELETE_ROWS, {'ids': sorted(consumer_ids)})
 
 
+_INSERT_ROWS = sa.insert(_alloc)
+
+
 def insert_rows(conn, rows):
     """rows: [(consumer_id, provider_id, class_id, used)]."""
     if rows:
         now = timeutils.utcnow()
-        conn.execute(sa.insert(_alloc), [
+        conn.execute(_INSERT_ROWS, [
             {'consumer_id': c, 'provider_id': p, 'resource_class_id': rc,
              'used': used, 'created_at': now} for c, p, rc, used in rows])
+
+
+_INSERT_CONSUMERS = sa.insert(_c).returning(_c.c.uuid, _c.c.id,
+                                            sort_by_parameter_order=True)
 
 
 def create_consumers(conn, consumers):
@@ -91,13 +98,11 @@ def create_consumers(conn, consumers):
     now = timeutils.utcnow()
     first = generations.first(conn, generations.CONSUMER,
                               [c[0] for c in consumers])
-    rows = conn.execute(
-        sa.insert(_c).returning(_c.c.uuid, _c.c.id,
-                                sort_by_parameter_order=True),
-        [{'uuid': u, 'project_id': p, 'user_id': us,
-          'consumer_type': _UNTYPED if t is None else t,
-          'generation': first[u], 'created_at': now}
-         for u, p, us, t in consumers])
+    rows = conn.execute(_INSERT_CONSUMERS, [
+        {'uuid': u, 'project_id': p, 'user_id': us,
+         'consumer_type': _UNTYPED if t is None else t,
+         'generation': first[u], 'created_at': now}
+        for u, p, us, t in consumers])
     return {uuid: (consumer_id, first[uuid]) for uuid, consumer_id in rows}
 
 

@@ -69,10 +69,15 @@ def release_held(conn, consumer_uuids, now):
     """Consumers appeared: their events still in the hold window count
     from now on, whatever happens to the window."""
     if consumer_uuids:
-        conn.execute(sa.update(_e)
-                     .where(_e.c.consumer_uuid.in_(sorted(consumer_uuids)),
-                            _e.c.held_until >= now)
-                     .values(held_until=None))
+        conn.execute(_RELEASE_HELD, {'uuids': sorted(consumer_uuids),
+                                     'now': now})
+
+
+_RELEASE_HELD = (sa.update(_e)
+                 .where(_e.c.consumer_uuid.in_(
+                     sa.bindparam('uuids', expanding=True)),
+                     _e.c.held_until >= sa.bindparam('now'))
+                 .values(held_until=None))
 
 
 def expire(conn, now, retained_since):

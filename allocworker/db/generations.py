@@ -24,12 +24,17 @@ FLOOR = '*'
 _FIRST = {PROVIDER: 0, CONSUMER: 1, GROUP: 0}
 
 
+_RETIRED = sa.select(_r.c.uuid, _r.c.generation).where(
+    _r.c.kind == sa.bindparam('kind'),
+    _r.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
+
+
 def first(conn, kind, uuids):
     """{uuid: the generation a new object with that uuid starts at}."""
     if not uuids:
         return {}
-    rows = conn.execute(sa.select(_r.c.uuid, _r.c.generation).where(
-        _r.c.kind == kind, _r.c.uuid.in_(sorted(set(uuids)) + [FLOOR])))
+    rows = conn.execute(_RETIRED, {'kind': kind,
+                                   'uuids': sorted(set(uuids)) + [FLOOR]})
     retired = dict(rows.all())
     floor = retired.get(FLOOR, -1)
     return {u: max(_FIRST[kind], max(retired.get(u, -1), floor) + 1)

@@ -66,13 +66,15 @@ def lock(conn, group_ids):
     return {row.id: Group(*row) for row in rows}
 
 
+_GROUP_IDS_OF = sa.select(_m.c.consumer_uuid, _m.c.group_id).where(
+    _m.c.consumer_uuid.in_(sa.bindparam('uuids', expanding=True)))
+
+
 def group_ids_of(conn, consumer_uuids):
     """{consumer_uuid: {group_id}} for consumers that are members."""
     if not consumer_uuids:
         return {}
-    rows = conn.execute(sa.select(_m.c.consumer_uuid, _m.c.group_id)
-                        .where(_m.c.consumer_uuid.in_(
-                            sorted(set(consumer_uuids)))))
+    rows = conn.execute(_GROUP_IDS_OF, {'uuids': sorted(set(consumer_uuids))})
     found = collections.defaultdict(set)
     for uuid, group_id in rows:
         found[uuid].add(group_id)

@@ -51,14 +51,18 @@ def lock_by_uuid(conn, uuid):
 Locked = collections.namedtuple('Locked', ['generation', 'root_id', 'uuid'])
 
 
+_LOCK = api.for_update(
+    sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid)
+    .where(_p.c.id.in_(sa.bindparam('ids', expanding=True)))
+    .order_by(_p.c.id))
+
+
 def lock(conn, provider_ids):
     """Lock providers in id order (a global order, so writers never
     deadlock on each other); {id: Locked(generation, root_id, uuid)}."""
     if not provider_ids:
         return {}
-    rows = conn.execute(api.for_update(
-        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid)
-        .where(_p.c.id.in_(sorted(provider_ids))).order_by(_p.c.id)))
+    rows = conn.execute(_LOCK, {'ids': sorted(provider_ids)})
     return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
 
 
@@ -168,13 +172,16 @@ def bump_generations(conn, expected):
     statement; ``expected`` is {provider_id: generation seen}."""
     if not expected:
         return True
-    result = conn.execute(
-        sa.update(_p)
-        .where(sa.tuple_(_p.c.id, _p.c.generation).in_(
-            sorted(expected.items())))
-        .values(generation=_p.c.generation + 1,
-                updated_at=timeutils.utcnow()))
+    result = conn.execute(_BUMP, {'pairs': sorted(expected.items()),
+                                  'now': timeutils.utcnow()})
     return result.rowcount == len(expected)
+
+
+_BUMP = (sa.update(_p)
+         .where(sa.tuple_(_p.c.id, _p.c.generation).in_(
+             sa.bindparam('pairs', expanding=True)))
+         .values(generation=_p.c.generation + 1,
+                 updated_at=sa.bindparam('now')))
 
 
 def _inventory_columns():
@@ -207,20 +214,28 @@ CapacityState = collections.namedtuple(
     'CapacityState', ['inventories', 'used', 'class_ids'])
 
 
+_CAPACITY_STATE = (
+    sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
+              _u.c.used, _rc.c.id)
+    .join(_rc, _inv.c.resource_class_id == _rc.c.id)
+    .outerjoin(_u, sa.and_(
+        _u.c.provider_id == _inv.c.provider_id,
+        _u.c.resource_class_id == _inv.c.resource_class_id))
+    .where(_inv.c.provider_id.in_(sa.bindparam('ids', expanding=True))))
+
+
 def capacity_state(conn, provider_ids):
     """What a capacity check needs, in one statement: per (provider_id,
-    class name) the Inventory and what is used, and the class ids."""
+    class name) the Inventory and what is used, and the class ids.
+
+    A separate statement from ``lock``, on purpose: at READ COMMITTED a
+    statement reads every table at the snapshot it started with, so
+    inventories and usages read in the locking statement itself could
+    predate the commit of the writer whose lock it waited for."""
     state = CapacityState({}, {}, {})
     if not provider_ids:
         return state
-    query = (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
-                       _u.c.used, _rc.c.id)
-             .join(_rc, _inv.c.resource_class_id == _rc.c.id)
-             .outerjoin(_u, sa.and_(
-                 _u.c.provider_id == _inv.c.provider_id,
-                 _u.c.resource_class_id == _inv.c.resource_class_id))
-             .where(_inv.c.provider_id.in_(sorted(provider_ids))))
-    for row in conn.execute(query):
+    for row in conn.execute(_CAPACITY_STATE, {'ids': sorted(provider_ids)}):
         key = (row[0], row[1])
         state.inventories[key] = capacity.Inventory(*row[2:8])
         state.class_ids[row[1]] = row[9]
@@ -236,7 +251,14 @@ def add_usage(conn, deltas):
             for (p, c), d in sorted(deltas.items()) if d]
     if not rows:
         return
-    conn.execute(_usage_upsert(conn.dialect.name), rows)
+    dialect = conn.dialect.name
+    statement = _USAGE_UPSERTS.get(dialect)
+    if statement is None:
+        statement = _USAGE_UPSERTS[dialect] = _usage_upsert(dialect)
+    conn.execute(statement, rows)
+
+
+_USAGE_UPSERTS = {}
 
 
 def _usage_upsert(dialect):

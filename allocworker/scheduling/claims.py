@@ -29,15 +29,12 @@ never holds both the old and the new, or neither.
 
 import collections
 
-from oslo_log import log as logging
-
 from allocworker.allocations import writes
 from allocworker import codes
 from allocworker.groups import affinity
 from allocworker import items as item_results
 from allocworker import notifications
 from allocworker import policy
-from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
@@ -47,8 +44,6 @@ from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
-
-LOG = logging.getLogger(__name__)
 
 OWN_FIELDS = ('request', 'strategy', 'exclude_roots')
 ITEM_FIELDS = tuple(f for f in writes.ITEM_FIELDS
@@ -144,19 +139,9 @@ def _request_of(claim_or_fault):
 
 def _guarded(context, claims, changes):
     """Place ``claims`` in one transaction; {index: item | Fault}."""
-    requests = [c.request for c in claims]
-    try:
-        results, committed = retry.write(_transaction, context, claims)
-    except writes.BatchFailed as failed:
-        return writes.blamed(failed, requests)
-    except codes.Fault as fault:
-        return {r.index: fault for r in requests}
-    except Exception:
-        request_id = getattr(context, 'request_id', None)
-        LOG.exception('claim failed unexpectedly (request %s)', request_id)
-        return {r.index: codes.unexpected(request_id) for r in requests}
-    changes.extend(committed)
-    return results
+    return writes.guarded(_transaction, 'claim', context,
+                          [c.request for c in claims], changes,
+                          context, claims)
 
 
 def _transaction(context, claims):
