@@ -77,6 +77,24 @@ def wait_for_http(base, seconds=60):
     raise AssertionError('nothing answers at %s' % base)
 
 
+def start_api(db_url, scratch, name='api', stderr=subprocess.PIPE):
+    """allocworker-api with noauth2 on a free port over ``db_url``, as a
+    user starts it: (its process, its port), once it answers."""
+    port = free_port()
+    config = write_config(
+        '%s/%s.conf' % (scratch, name), db_url, 'unused',
+        extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
+    server = subprocess.Popen(
+        [os.path.join(BIN, 'allocworker-api'), '--config-file', config],
+        stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        wait_for_http('http://127.0.0.1:%d' % port)
+    except AssertionError:
+        server.kill()
+        raise
+    return server, port
+
+
 def write_config(path, db_url, topic, workers=1, extra=''):
     with open(path, 'w') as f:
         f.write('[DEFAULT]\n'

@@ -2,9 +2,7 @@
 (same service layer, same policies, same codes)."""
 
 import json
-import os
 import re
-import subprocess
 import urllib.error
 import urllib.request
 import uuid
@@ -39,15 +37,8 @@ class Http(object):
 
 @pytest.fixture(scope='module')
 def http(database, scratch):
-    port = services.free_port()
-    config = services.write_config(
-        '%s/api.conf' % scratch, database, 'unused',
-        extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
-    server = subprocess.Popen(
-        [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
-         config], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server, port = services.start_api(database, scratch)
     client = Http(port)
-    services.wait_for_http(client.base)
     yield client
     server.terminate()
     server.wait(30)

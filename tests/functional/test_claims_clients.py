@@ -4,7 +4,6 @@ candidates``, and who may claim. What they reach is the same service
 layer on every backend, so one backend is enough here."""
 
 import json
-import os
 import subprocess
 import uuid
 
@@ -50,16 +49,10 @@ def test_rpcapi_claims_at_1_3_and_refuses_under_an_older_cap(rpc, topic):
 def test_claim_through_the_http_mirror(rpc, database, scratch):
     name = slot_class(rpc)
     root = hosts(rpc, name, 1, 2)[0]
-    port = services.free_port()
-    config = services.write_config(
-        '%s/api.conf' % scratch, database, 'unused',
-        extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
-    server = subprocess.Popen(
-        [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
-         config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = services.start_api(database, scratch,
+                                      stderr=subprocess.DEVNULL)
     try:
         http = Http(port)
-        services.wait_for_http(http.base)
         consumer = str(uuid.uuid4())
         status, answer = http.call('claim', items=[
             claim_item(consumer, wanting(name, 2))])

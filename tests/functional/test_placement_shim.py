@@ -5,8 +5,6 @@ while inventories and allocations use it."""
 
 import http.client
 import json
-import os
-import subprocess
 import uuid
 
 import pytest
@@ -39,14 +37,7 @@ class Placement(object):
 
 @pytest.fixture(scope='module')
 def placement(database, scratch):
-    port = services.free_port()
-    config = services.write_config(
-        '%s/placement.conf' % scratch, database, 'unused',
-        extra='[api]\nauth_strategy = noauth2\nport = %d\n' % port)
-    server = subprocess.Popen(
-        [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
-         config], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    services.wait_for_http('http://127.0.0.1:%d' % port)
+    server, port = services.start_api(database, scratch, 'placement')
     yield Placement(port)
     server.terminate()
     server.wait(30)
