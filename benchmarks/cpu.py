@@ -88,12 +88,7 @@ class Meter(object):
     def snapshot(self):
         """{pid: (part, cpu seconds)} of the processes that count, plus the
         machine's total under the key ``None``."""
-        stats = {}
-        for name in os.listdir('/proc'):
-            if name.isdigit():
-                stat = _stat(name)
-                if stat:
-                    stats[int(name)] = stat
+        stats = _all_stats()
         ppids = {pid: s[0] for pid, s in stats.items()}
         taken = {None: ('machine', machine_seconds())}
         for pid, (_, seconds, _) in stats.items():
@@ -114,15 +109,21 @@ class Meter(object):
         return totals
 
 
-def rss_bytes(pids):
-    """Resident memory of ``pids`` and all their descendants: (the
-    largest single process, the sum)."""
+def _all_stats():
+    """{pid: _stat(pid)} of every process alive now."""
     stats = {}
     for name in os.listdir('/proc'):
         if name.isdigit():
             stat = _stat(name)
             if stat:
                 stats[int(name)] = stat
+    return stats
+
+
+def rss_bytes(pids):
+    """Resident memory of ``pids`` and all their descendants: (the
+    largest single process, the sum)."""
+    stats = _all_stats()
     wanted = set(pids)
     changed = True
     while changed:
