@@ -12,7 +12,10 @@ from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db_api
 
-RACES = (db_api.ConcurrentUpdate, db_exc.DBDeadlock, db_exc.DBDuplicateEntry)
+# ConnectionLost: a kept connection found lost before COMMIT; nothing was
+# written, so the transaction runs again on a fresh one.
+RACES = (db_api.ConcurrentUpdate, db_api.ConnectionLost, db_exc.DBDeadlock,
+         db_exc.DBDuplicateEntry)
 
 
 def write(fn, *args, **kwargs):

@@ -40,9 +40,8 @@ def get_allocations(context, consumer_uuids):
 def _describe_together(wanted):
     """The consumers concurrent calls want, in one statement (one
     snapshot for all of them): the same {uuid: ...} for each call."""
-    with db.statement() as conn:
-        found = db_allocations.describe(
-            conn, {uuid for uuids in wanted for uuid in uuids})
+    found = db.one_statement(db_allocations.describe,
+                             {uuid for uuids in wanted for uuid in uuids})
     return [found] * len(wanted)
 
 

@@ -9,18 +9,23 @@ import contextlib
 import os
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
 
 from allocworker.db import generations
+from allocworker.db import kept
 
 _lock = threading.Lock()
 _facade = None
+# Write transactions and single read statements on connections kept
+# between uses (``kept``); None on SQLite, whose connections are files.
+_writes = _reads = None
 
 
 def configure(conf):
     """Build this process's engine; call again after fork."""
-    global _facade
+    global _facade, _writes, _reads
     _make_sqlite_directory(conf.database.connection)
     with _lock:
         facade = enginefacade.transaction_context()
@@ -28,6 +33,14 @@ def configure(conf):
         engine = facade.writer.get_engine()
         _tune(engine)
         _facade = facade
+        _writes = _reads = None
+        if engine.dialect.name != 'sqlite':
+            size = conf.database.max_pool_size or 5
+            recycle = conf.database.connection_recycle_time
+            _writes = kept.Keeper(engine, {}, size, recycle)
+            _reads = kept.Keeper(facade.reader.get_engine(),
+                                 {'isolation_level': 'AUTOCOMMIT'}, size,
+                                 recycle)
 
 
 def _make_sqlite_directory(url):
@@ -104,26 +117,58 @@ def snapshot():
         yield conn
 
 
-@contextlib.contextmanager
-def statement():
-    """A connection for one read statement, outside any transaction: one
-    statement is one snapshot on every backend, and BEGIN and ROLLBACK
-    would be two more round trips for nothing. Not for several
-    statements that must agree (use ``snapshot()``)."""
-    engine = _get_facade().reader.get_engine()
-    with engine.connect() as conn:
-        if conn.dialect.name != 'sqlite':
-            conn = conn.execution_options(isolation_level='AUTOCOMMIT')
-        yield conn
+def one_statement(query, *args):
+    """``query(conn, *args)``, one read statement, run outside any
+    transaction: one statement is one snapshot on every backend, and
+    BEGIN and ROLLBACK would be two more round trips for nothing. Not for
+    several statements that must agree (use ``snapshot()``). A kept
+    connection found lost is replaced and the read runs once more."""
+    if _reads is None:
+        with reader() as conn:
+            return query(conn, *args)
+    try:
+        return _read_on_kept(query, args)
+    except ConnectionLost:
+        return _read_on_kept(query, args)
+
+
+def _read_on_kept(query, args):
+    with _reads.connection() as (conn, reused):
+        try:
+            found = query(conn, *args)
+        except db_exc.DBConnectionError as exc:
+            if reused:
+                raise ConnectionLost(exc) from exc
+            raise
+        conn.rollback()  # ends SQLAlchemy's autobegun block; no round trip
+        return found
 
 
 @contextlib.contextmanager
 def writer():
-    """One write transaction; yields its connection."""
-    with _get_facade().writer.connection.using(_Scope()) as conn:
-        if conn.dialect.name == 'sqlite':
-            generations.take_write_lock(conn)
-        yield conn
+    """One write transaction; yields its connection.
+
+    If the connection, kept from an earlier transaction, turns out lost
+    before COMMIT, nothing was written: ``ConnectionLost`` says the
+    transaction may run again (``retry.write`` does)."""
+    if _writes is None:
+        with _get_facade().writer.connection.using(_Scope()) as conn:
+            if conn.dialect.name == 'sqlite':
+                generations.take_write_lock(conn)
+            yield conn
+        return
+    with _writes.connection() as (conn, reused):
+        transaction = conn.begin()
+        try:
+            yield conn
+        except db_exc.DBConnectionError as exc:
+            if reused:
+                raise ConnectionLost(exc) from exc
+            raise
+        except BaseException:
+            transaction.rollback()
+            raise
+        transaction.commit()
 
 
 def for_update(query):
@@ -133,3 +178,8 @@ def for_update(query):
 
 class ConcurrentUpdate(Exception):
     """A concurrent writer moved a row this transaction depended on."""
+
+
+class ConnectionLost(db_exc.DBConnectionError):
+    """A kept connection was lost before its transaction committed:
+    nothing was written, and the transaction may run again."""
