@@ -263,15 +263,25 @@ class Bench(object):
                'unit': unit, 'errors': len(errors),
                'cpu_ms': per_item.pop('machine'),
                'cpu_ms_own': per_item.pop('own'), 'cpu_ms_parts': per_item}
+        # CPU per call (item) as a multiple of the ceiling's, both of the
+        # run's own processes: the figure that moves least between
+        # machines of different speed.
+        base = next((r for r in reversed(self.rows)
+                     if r['concurrency'] == concurrency and ceiling and
+                     r['per_s'] == ceiling), None)
+        row['cpu_x_ceiling'] = round(
+            row['cpu_ms_own'] / base['cpu_ms_own'], 2) \
+            if base and base['cpu_ms_own'] else None
         self.rows.append(row)
         if self.args.json:
             print(json.dumps(row), flush=True)
         else:
             print('%-30s c=%-3d %10.1f %-5s/s p50 %7.2f p99 %7.2f ms'
-                  '  ceiling %9s ratio %6s  cpu/%s %6.3f own %6.3f ms%s'
+                  '  ceiling %9s ratio %6s  cpu/%s %6.3f own %6.3f ms'
+                  ' (x%s)%s'
                   % (workload, concurrency, per_s, unit, p50, p99,
                      row['ceiling_per_s'], row['ratio'], unit[:-1],
-                     row['cpu_ms'], row['cpu_ms_own'],
+                     row['cpu_ms'], row['cpu_ms_own'], row['cpu_x_ceiling'],
                      '  ERRORS %d: %s' % (len(errors), errors[0])
                      if errors else ''), flush=True)
         return per_s
@@ -292,6 +302,10 @@ class Bench(object):
 
     # -- the run -------------------------------------------------------------
 
+    def wanted(self, workload):
+        only = self.args.only
+        return not only or any(workload.startswith(w) for w in only)
+
     def run(self):
         client = self.client
         for c in self.args.concurrency:
@@ -300,30 +314,39 @@ class Bench(object):
             payload = [self.item() for _ in range(BATCH)]
             noop_batch = self.record('noop_rpc_100_items', c, self.drive(
                 lambda: self.noop_call(payload), c, BATCH), None, 'items')
-            self.record('db_commit', c, self.db_ceiling(c), None, 'txns')
-            self.record('allocate_single', c, self.drive(
-                lambda: self.check(client.allocate(items=[self.item()])),
-                c), noop)
+            if self.wanted('db_commit'):
+                self.record('db_commit', c, self.db_ceiling(c), None,
+                            'txns')
+            if self.wanted('allocate_single'):
+                self.record('allocate_single', c, self.drive(
+                    lambda: self.check(client.allocate(
+                        items=[self.item()])), c), noop)
             for atomic in (False, True):
-                self.record(
-                    'allocate_batch_100_%s' % ('atomic' if atomic
-                                               else 'independent'), c,
-                    self.drive(lambda: self.check(client.allocate(
-                        items=[self.item() for _ in range(BATCH)],
-                        atomic=atomic)), c, BATCH), noop_batch, 'items')
+                name = 'allocate_batch_100_%s' % ('atomic' if atomic
+                                                  else 'independent')
+                if self.wanted(name):
+                    self.record(name, c, self.drive(
+                        lambda: self.check(client.allocate(
+                            items=[self.item() for _ in range(BATCH)],
+                            atomic=atomic)), c, BATCH), noop_batch, 'items')
             if not self.readable:
                 answer = self.check(client.allocate(
                     items=[self.item() for _ in range(200)]))
                 self.readable = [i['consumer_uuid'] for i in answer['items']]
-            self.record('get_allocations_one', c, self.drive(
-                lambda: self.check(client.get_allocations(
-                    consumer_uuids=[random.choice(self.readable)])), c),
-                noop)
-            self.record('mixed_70w_30r', c, self.drive(self.mixed, c), noop)
-            noop_http = self.record('noop_http_roundtrip', c, self.drive(
-                lambda: self.http('GET', '/'), c), None)
-            self.record('http_put_allocations', c, self.drive(
-                self.put_allocations, c), noop_http)
+            if self.wanted('get_allocations_one'):
+                self.record('get_allocations_one', c, self.drive(
+                    lambda: self.check(client.get_allocations(
+                        consumer_uuids=[random.choice(self.readable)])), c),
+                    noop)
+            if self.wanted('mixed_70w_30r'):
+                self.record('mixed_70w_30r', c, self.drive(self.mixed, c),
+                            noop)
+            if self.wanted('http'):
+                noop_http = self.record('noop_http_roundtrip', c,
+                                        self.drive(lambda: self.http(
+                                            'GET', '/'), c), None)
+                self.record('http_put_allocations', c, self.drive(
+                    self.put_allocations, c), noop_http)
             if self.peers:
                 self.peers.run(self, c)
 
@@ -357,6 +380,9 @@ def main(argv=None):
     parser.add_argument('--executor-threads', type=int, default=64,
                         help="each worker's [DEFAULT] "
                         'executor_thread_pool_size (oslo.messaging: 64)')
+    parser.add_argument('--only', type=lambda v: v.split(','), default=[],
+                        help='only these workloads (name prefixes, comma '
+                        'separated), beside the RPC ceilings')
     parser.add_argument('--preload', type=int, default=0,
                         help='allocations stored before measuring')
     parser.add_argument('--json', action='store_true',

@@ -37,10 +37,20 @@ def test_quick_run_prints_one_json_row_per_figure_and_a_chart(tmp_path):
         if not row['workload'].startswith(('noop', 'db_')):
             assert row['ratio'] == round(row['per_s'] /
                                          row['ceiling_per_s'], 3)
+            assert row['cpu_x_ceiling'] > 0, row
         # The client process alone spends CPU on every call it makes.
         assert row['cpu_ms_parts']['client'] > 0, row
         assert row['cpu_ms'] > 0 and row['cpu_ms_own'] > 0, row
         assert set(row['cpu_ms_parts']) == set(cpu.PARTS)
+    only = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.run', '--json', '--workers', '1',
+         '--seconds', '0.3', '--concurrency', '1', '--only',
+         'get_allocations'], cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert only.returncode == 0, only.stderr[-2000:]
+    assert {json.loads(line)['workload'] for line in only.stdout.splitlines()
+            if line.startswith('{')} == {
+        'noop_rpc_roundtrip', 'noop_rpc_100_items', 'get_allocations_one'}
     with open(chart, 'rb') as f:
         assert f.read(8) == b'\x89PNG\r\n\x1a\n'
 
