@@ -15,6 +15,7 @@ recycles it.
 """
 
 import contextlib
+import os
 import threading
 import time
 
@@ -22,6 +23,11 @@ from oslo_db import exception as db_exc
 
 # Idle longer than this, a kept connection is pinged before use.
 PING_AFTER_IDLE_SECONDS = 1.0
+
+# Connections a forked child found kept by its parent: the sockets are
+# the parent's, so the child must neither use nor close them (closing
+# sends a goodbye on the parent's session); they stay referenced here.
+_INHERITED = []
 
 
 class _Kept(object):
@@ -44,11 +50,17 @@ class Keeper(object):
         self._idle = []
         self._lock = threading.Lock()
         self._epoch = 0
+        self._pid = os.getpid()
 
     def _take(self):
         """(kept, reused): an idle connection that passed its checks, or
         a fresh one from the pool."""
         now = time.monotonic()
+        if self._pid != os.getpid():
+            with self._lock:
+                _INHERITED.extend(self._idle)
+                self._idle = []
+                self._pid = os.getpid()
         while True:
             with self._lock:
                 kept = self._idle.pop() if self._idle else None

@@ -3,6 +3,7 @@ the real servers: when the database server drops them (a restart, a
 killed backend), the next writes and reads still succeed on fresh
 connections, and nothing is written twice."""
 
+import os
 import time
 import uuid
 
@@ -81,3 +82,34 @@ def test_an_update_after_the_server_drops_connections_moves_once(
             item
     usage = one(rpc.get_usages(provider_uuids=[rp]))['usages']
     assert usage == {'VCPU': 24}
+
+
+def _backend_id(conn):
+    function = ('pg_backend_pid()' if conn.dialect.name == 'postgresql'
+                else 'connection_id()')
+    return conn.exec_driver_sql('SELECT %s' % function).scalar()
+
+
+@pytest.mark.usefixtures('service_layer')
+def test_a_forked_child_neither_uses_nor_closes_its_parents_connections():
+    from allocworker.db import api as db
+    parent_reader = db.one_statement(_backend_id)
+    with db.writer() as conn:
+        parent_writer = _backend_id(conn)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            child_reader = db.one_statement(_backend_id)
+            with db.writer() as conn:
+                child_writer = _backend_id(conn)
+            code = 0 if {child_reader, child_writer}.isdisjoint(
+                {parent_reader, parent_writer}) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The parent's sessions were left alone by the child.
+    assert db.one_statement(_backend_id) == parent_reader
+    with db.writer() as conn:
+        assert _backend_id(conn) == parent_writer
