@@ -162,7 +162,7 @@ def write_set(conn, writes):
         created=[n[:3] + (_UNTYPED if n[3] is None else n[3],)
                  for n in writes.created],
         usage={key: d for key, d in writes.usage.items() if d})
-    if conn.dialect.name == 'postgresql':
+    if writes_pg.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
             conn, writes, now)
         if consumers_moved != len(writes.updated):

@@ -29,6 +29,8 @@ except through RETURNING), and no row may be modified twice. So:
   counts them: Python checks that exactly the expected rows moved.
 """
 
+import re
+
 _WRITE_SET = """
 WITH
 replaced AS (
@@ -36,14 +38,15 @@ replaced AS (
     RETURNING 1),
 updated AS (
     UPDATE consumers AS c
-    SET generation = c.generation + 1, updated_at = %(now)s,
+    SET generation = c.generation + 1, updated_at = %(now)s::timestamp,
         project_id = u.project_id, user_id = u.user_id,
         consumer_type = u.consumer_type
     FROM unnest(%(u_id)s::int[], %(u_generation)s::bigint[],
                 %(u_project)s::text[], %(u_user)s::text[],
                 %(u_type)s::text[])
          AS u(id, generation, project_id, user_id, consumer_type)
-    WHERE c.id = u.id AND c.generation = u.generation
+    WHERE c.id = ANY(%(u_id)s::int[])
+      AND c.id = u.id AND c.generation = u.generation
     RETURNING c.uuid, c.id),
 created AS (
     INSERT INTO consumers (uuid, project_id, user_id, consumer_type,
@@ -53,7 +56,7 @@ created AS (
                SELECT max(r.generation) FROM retired_generations AS r
                WHERE r.kind = 'consumer' AND r.uuid IN (n.uuid, '*')),
                -1) + 1),
-           %(now)s
+           %(now)s::timestamp
     FROM unnest(%(n_uuid)s::text[], %(n_project)s::text[],
                 %(n_user)s::text[], %(n_type)s::text[])
          AS n(uuid, project_id, user_id, consumer_type)
@@ -63,7 +66,8 @@ held AS (
 inserted AS (
     INSERT INTO allocations (consumer_id, provider_id, resource_class_id,
                              used, created_at)
-    SELECT held.id, a.provider_id, a.resource_class_id, a.used, %(now)s
+    SELECT held.id, a.provider_id, a.resource_class_id, a.used,
+           %(now)s::timestamp
     FROM unnest(%(a_uuid)s::text[], %(a_provider)s::int[],
                 %(a_class)s::int[], %(a_used)s::bigint[])
          AS a(uuid, provider_id, resource_class_id, used)
@@ -86,18 +90,82 @@ counted AS (
 released AS (
     UPDATE events SET held_until = NULL
     WHERE consumer_uuid = ANY(%(n_uuid)s::text[])
-      AND held_until >= %(now)s),
+      AND held_until >= %(now)s::timestamp),
 bumped AS (
     UPDATE providers AS p
-    SET generation = p.generation + 1, updated_at = %(now)s
+    SET generation = p.generation + 1, updated_at = %(now)s::timestamp
     FROM unnest(%(b_id)s::int[], %(b_generation)s::bigint[])
          AS b(id, generation)
-    WHERE p.id = b.id AND p.generation = b.generation
+    WHERE p.id = ANY(%(b_id)s::int[])
+      AND p.id = b.id AND p.generation = b.generation
     RETURNING p.id)
 SELECT uuid, id, generation FROM created
 UNION ALL
 SELECT NULL, (SELECT count(*) FROM updated), (SELECT count(*) FROM bumped)
 """
+
+
+_PLACEHOLDER = re.compile(r'%\((\w+)\)s::(\w+(?:\[\])?)')
+
+
+def _prepared(name, text):
+    """(PREPARE statement, EXECUTE statement) of ``text``, whose
+    placeholders each carry a cast: ``%(name)s::type``."""
+    types = {}
+
+    def number(match):
+        types.setdefault(match.group(1), match.group(2))
+        return '$%d' % (list(types).index(match.group(1)) + 1)
+
+    body = _PLACEHOLDER.sub(number, text)
+    prepare = 'PREPARE %s (%s) AS %s' % (
+        name, ', '.join(types.values()), body)
+    execute = 'EXECUTE %s (%s)' % (name, ', '.join(
+        '%%(%s)s' % param for param in types))
+    return prepare, execute
+
+
+# Planning this statement costs the server more than running it (about
+# 0.7 ms against 0.35 ms for one new consumer), so each connection
+# prepares it once and runs its generic plan (``tune_session``): about
+# 0.07 ms to find it. A prepared statement outlives the transaction that
+# made it, even one rolled back. The generic plan is made again whenever
+# a table's statistics change (autovacuum's ANALYZE), and its ANY()
+# conditions keep it on the primary keys as tables grow.
+_NAME = 'allocworker_write_set'
+_PREPARE, _EXECUTE = _prepared(_NAME, _WRITE_SET)
+
+
+def applies(dialect):
+    """PostgreSQL through psycopg2, whose adaptation of Python lists to
+    arrays and ``server_version`` this module relies on."""
+    return dialect.name == 'postgresql' and dialect.driver == 'psycopg2'
+
+
+def tune_session(dbapi_connection):
+    """On every new connection: prepared statements use their generic
+    plan. PostgreSQL's default (``auto``) compares the generic plan's
+    cost, estimated for arrays of unknown length, with custom plans made
+    for the actual arrays, and here keeps planning afresh nearly every
+    time. psycopg2 prepares nothing itself, so only ``write_set``'s
+    statement is concerned."""
+    if dbapi_connection.server_version >= 120000:
+        cursor = dbapi_connection.cursor()
+        cursor.execute('SET plan_cache_mode = force_generic_plan')
+        cursor.close()
+        # SET is undone if its transaction rolls back.
+        dbapi_connection.commit()
+
+
+def _prepare_once(conn):
+    """Prepare the statement on this DBAPI connection unless it has
+    been (the pool's record of the connection remembers which
+    connection it did it on: a reconnect brings a new one)."""
+    record = conn.connection
+    dbapi_connection = record.dbapi_connection
+    if record.info.get(_NAME) is not dbapi_connection:
+        conn.exec_driver_sql(_PREPARE)
+        record.info[_NAME] = dbapi_connection
 
 
 def write_set(conn, writes, now):
@@ -136,8 +204,8 @@ def write_set(conn, writes, now):
     }
     found = {}
     moved = (0, 0)
-    for uuid, row_id, generation in conn.exec_driver_sql(_WRITE_SET,
-                                                         params):
+    _prepare_once(conn)
+    for uuid, row_id, generation in conn.exec_driver_sql(_EXECUTE, params):
         if uuid is None:
             moved = (row_id, generation)
         else:
