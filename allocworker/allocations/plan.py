@@ -12,8 +12,6 @@ provider it places allocations on moved by one.
 
 import collections
 
-from oslo_utils import timeutils
-
 from allocworker.allocations import capacity
 from allocworker import codes
 from allocworker.groups import membership as groups
@@ -21,7 +19,6 @@ from allocworker import policy
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import events as db_events
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
@@ -284,8 +281,9 @@ class Plan(object):
             codes.ALLOCATION_UNIT_VIOLATION, '%s: %d %s' % (where, amount,
                                                             why)))
 
-    def _count_usage(self, live):
-        """Move the usage counters by what the committed items change."""
+    def _usage_deltas(self, live):
+        """{(provider_id, class_id): delta}: how the committed items move
+        the usage counters."""
         by_name = collections.Counter()
         for r in live:
             for sign, rows in ((-1, self._old_rows(r)),
@@ -295,18 +293,16 @@ class Plan(object):
         # Old rows may name a class no locked provider keeps inventory of
         # any more (a reshape moved it); those ids are looked up.
         ids = dict(self.state.class_ids)
-        ids.update(db_classes.ids_by_name(self.conn, {
-            name for _pid, name in by_name if name not in ids}))
-        db_providers.add_usage(self.conn, {
-            (pid, ids[name]): delta
-            for (pid, name), delta in by_name.items()})
+        missing = {name for _pid, name in by_name if name not in ids}
+        if missing:
+            ids.update(db_classes.ids_by_name(self.conn, missing))
+        return {(pid, ids[name]): delta
+                for (pid, name), delta in by_name.items()}
 
     def commit(self):
-        conn = self.conn
         live = self._live()
         existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
                     for r in live if r.consumer_uuid in self.consumers}
-        db_allocations.delete_rows(conn, [c.id for c in existing.values()])
         emptied, updated, created, kinds = [], [], [], {}
         for r in live:
             consumer = existing.get(r.consumer_uuid)
@@ -321,17 +317,24 @@ class Plan(object):
             else:
                 kinds[r.index] = consumer.consumer_type
             if consumer:
-                updated.append((consumer.id, consumer.generation,
-                                r.project_id, r.user_id, kinds[r.index]))
+                updated.append((r.consumer_uuid, consumer.id,
+                                consumer.generation, r.project_id,
+                                r.user_id, kinds[r.index]))
             else:
                 created.append((r.consumer_uuid, r.project_id, r.user_id,
                                 kinds[r.index]))
-        if not db_allocations.update_consumers(conn, updated):
-            raise db.ConcurrentUpdate('consumer')
-        now_held = {uuid: (c.id, c.generation + 1)
-                    for uuid, c in existing.items()}
-        now_held.update(db_allocations.create_consumers(conn, created))
-        db_allocations.delete_consumers(conn, emptied)
+        # As in Placement, a provider's generation moves when a write
+        # places allocations on it; releasing allocations frees capacity
+        # and cannot spoil anyone's decision, so it leaves it alone.
+        placed = {pid for r in live for pid, _name in self._new_rows(r)}
+        now_held = db_allocations.write_set(self.conn, db_allocations.WriteSet(
+            replaced=[c.id for c in existing.values()], updated=updated,
+            created=created, emptied=emptied,
+            rows=[(r.consumer_uuid, pid, self.class_ids[name], amount)
+                  for r in live
+                  for (pid, name), amount in self._new_rows(r).items()],
+            usage=self._usage_deltas(live),
+            bumps={pid: self.locked[pid].generation for pid in placed}))
         results = dict(self.replayed)
         results.update(self.faults)
         for r in live:
@@ -339,27 +342,12 @@ class Plan(object):
                           else None)
             results[r.index] = _success(r, generation)
             self.changes[r.index] = _change(r, generation, kinds[r.index])
-        self._count_usage(live)
-        db_allocations.insert_rows(conn, [
-            (now_held[r.consumer_uuid][0], pid, self.class_ids[name], amount)
-            for r in live for (pid, name), amount in
-            self._new_rows(r).items()])
-        # Events held for consumers that just appeared now count.
-        db_events.release_held(conn, [c[0] for c in created],
-                               timeutils.utcnow())
         self.groups.commit(live)
         for index, warnings in self.warnings.items():
             results[index]['warnings'] = warnings
-        db_idempotency.remember(conn, [
+        db_idempotency.remember(self.conn, [
             (r.idempotency_key, r.digest, results[r.index])
             for r in live if r.idempotency_key])
-        # As in Placement, a provider's generation moves when a write
-        # places allocations on it; releasing allocations frees capacity
-        # and cannot spoil anyone's decision, so it leaves it alone.
-        placed = {pid for r in live for pid, _name in self._new_rows(r)}
-        if not db_providers.bump_generations(
-                conn, {pid: self.locked[pid].generation for pid in placed}):
-            raise db.ConcurrentUpdate('provider')
         return results, list(self.changes.values())
 
 

@@ -6,8 +6,11 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db import events
 from allocworker.db import generations
+from allocworker.db import providers
 from allocworker.db import schema
+from allocworker.db import writes_pg
 
 _c = schema.consumers
 _alloc = schema.allocations
@@ -77,10 +80,9 @@ def delete_rows(conn, consumer_ids):
 _INSERT_ROWS = sa.insert(_alloc)
 
 
-def insert_rows(conn, rows):
+def insert_rows(conn, rows, now):
     """rows: [(consumer_id, provider_id, class_id, used)]."""
     if rows:
-        now = timeutils.utcnow()
         conn.execute(_INSERT_ROWS, [
             {'consumer_id': c, 'provider_id': p, 'resource_class_id': rc,
              'used': used, 'created_at': now} for c, p, rc, used in rows])
@@ -90,23 +92,21 @@ _INSERT_CONSUMERS = sa.insert(_c).returning(_c.c.uuid, _c.c.id,
                                             sort_by_parameter_order=True)
 
 
-def create_consumers(conn, consumers):
+def create_consumers(conn, consumers, now):
     """consumers: [(uuid, project_id, user_id, consumer_type)], inserted
     in one statement; {uuid: (id, generation)}."""
     if not consumers:
         return {}
-    now = timeutils.utcnow()
     first = generations.first(conn, generations.CONSUMER,
                               [c[0] for c in consumers])
     rows = conn.execute(_INSERT_CONSUMERS, [
         {'uuid': u, 'project_id': p, 'user_id': us,
-         'consumer_type': _UNTYPED if t is None else t,
-         'generation': first[u], 'created_at': now}
+         'consumer_type': t, 'generation': first[u], 'created_at': now}
         for u, p, us, t in consumers])
     return {uuid: (consumer_id, first[uuid]) for uuid, consumer_id in rows}
 
 
-def update_consumers(conn, changes):
+def update_consumers(conn, changes, now):
     """changes: [(id, expected_generation, project_id, user_id, type)].
 
     Compare-and-swap every generation up by one, one statement per
@@ -114,14 +114,13 @@ def update_consumers(conn, changes):
     groups = collections.defaultdict(list)
     for consumer_id, expected, project_id, user_id, kind in changes:
         groups[(project_id, user_id, kind)].append((consumer_id, expected))
-    now = timeutils.utcnow()
     for (project_id, user_id, kind), pairs in groups.items():
         result = conn.execute(
             sa.update(_c)
             .where(sa.tuple_(_c.c.id, _c.c.generation).in_(pairs))
             .values(generation=_c.c.generation + 1, updated_at=now,
                     project_id=project_id, user_id=user_id,
-                    consumer_type=_UNTYPED if kind is None else kind))
+                    consumer_type=kind))
         if result.rowcount != len(pairs):
             return False
     return True
@@ -134,6 +133,65 @@ def delete_consumers(conn, consumers):
             _c.c.id.in_(sorted(c.id for c in consumers))))
         generations.retire(conn, generations.CONSUMER,
                            {c.uuid: c.generation for c in consumers})
+
+
+# Every write of one allocation transaction, handed over at once so each
+# backend can send it in as few statements as it can:
+# replaced: ids of existing consumers whose allocation rows go;
+# updated: [(uuid, id, expected_generation, project_id, user_id, type)];
+# created: [(uuid, project_id, user_id, type)]; emptied: [Consumer];
+# rows: [(consumer_uuid, provider_id, class_id, used)];
+# usage: {(provider_id, class_id): delta}; bumps: {provider_id: generation
+# seen}, compare-and-swapped up by one.
+WriteSet = collections.namedtuple(
+    'WriteSet', ['replaced', 'updated', 'created', 'emptied', 'rows',
+                 'usage', 'bumps'])
+
+
+def write_set(conn, writes):
+    """Write ``writes``; {uuid: (id, generation)} of the consumers that
+    now hold allocations (created, or updated one generation up).
+
+    Raises api.ConcurrentUpdate when a consumer or provider generation
+    moved since it was locked and read. Consumer types are stored as
+    given ('' for None is done here)."""
+    now = timeutils.utcnow()
+    writes = writes._replace(
+        updated=[u[:5] + (_UNTYPED if u[5] is None else u[5],)
+                 for u in writes.updated],
+        created=[n[:3] + (_UNTYPED if n[3] is None else n[3],)
+                 for n in writes.created],
+        usage={key: d for key, d in writes.usage.items() if d})
+    if writes_pg.applies(conn.dialect):
+        held, consumers_moved, providers_moved = writes_pg.write_set(
+            conn, writes, now)
+        if consumers_moved != len(writes.updated):
+            raise api.ConcurrentUpdate('consumer')
+        if providers_moved != len(writes.bumps):
+            raise api.ConcurrentUpdate('provider')
+    else:
+        held = _write_each(conn, writes, now)
+    held.update((u[0], (u[1], u[2] + 1)) for u in writes.updated)
+    return held
+
+
+def _write_each(conn, writes, now):
+    """``write_set`` one statement (or executemany) per kind of write."""
+    delete_rows(conn, writes.replaced)
+    if not update_consumers(conn, [u[1:] for u in writes.updated], now):
+        raise api.ConcurrentUpdate('consumer')
+    held = create_consumers(conn, writes.created, now)
+    delete_consumers(conn, writes.emptied)
+    providers.add_usage(conn, writes.usage)
+    ids = dict(held)
+    ids.update((u[0], (u[1],)) for u in writes.updated)
+    insert_rows(conn, [(ids[uuid][0], pid, class_id, used)
+                       for uuid, pid, class_id, used in writes.rows], now)
+    # Events held for consumers that just appeared now count.
+    events.release_held(conn, [n[0] for n in writes.created], now)
+    if not providers.bump_generations(conn, writes.bumps, now):
+        raise api.ConcurrentUpdate('provider')
+    return held
 
 
 def _described(rows):

@@ -167,13 +167,13 @@ def bump_generation(conn, provider_id, expected):
     return bump_generations(conn, {provider_id: expected})
 
 
-def bump_generations(conn, expected):
+def bump_generations(conn, expected, now=None):
     """Compare-and-swap many providers' generations up by one, in one
     statement; ``expected`` is {provider_id: generation seen}."""
     if not expected:
         return True
     result = conn.execute(_BUMP, {'pairs': sorted(expected.items()),
-                                  'now': timeutils.utcnow()})
+                                  'now': now or timeutils.utcnow()})
     return result.rowcount == len(expected)
 
 
