@@ -14,10 +14,12 @@ with a lost connection is dropped, and so are the others kept with it
 recycles it.
 """
 
+import atexit
 import contextlib
 import os
 import threading
 import time
+import weakref
 
 from oslo_db import exception as db_exc
 
@@ -28,6 +30,7 @@ PING_AFTER_IDLE_SECONDS = 1.0
 # the parent's, so the child must neither use nor close them (closing
 # sends a goodbye on the parent's session); they stay referenced here.
 _INHERITED = []
+_KEEPERS = weakref.WeakSet()
 
 
 class _Kept(object):
@@ -51,6 +54,7 @@ class Keeper(object):
         self._lock = threading.Lock()
         self._epoch = 0
         self._pid = os.getpid()
+        _KEEPERS.add(self)
 
     def _take(self):
         """(kept, reused): an idle connection that passed its checks, or
@@ -115,6 +119,15 @@ class Keeper(object):
                 self._give(kept)
             raise
         self._give(kept)
+
+
+@atexit.register
+def _close_at_exit():
+    # Closed while the interpreter still works: drivers' finalizers fail
+    # noisily once it is being torn down.
+    for keeper in list(_KEEPERS):
+        if keeper._pid == os.getpid():
+            keeper.lost()
 
 
 def _alive(conn):
