@@ -59,6 +59,12 @@ def item_usage(inventories, running, old, new):
     it, for the keys it touches; those keys it would leave over capacity
     while raising their usage). Only touched keys are computed, so a batch
     judged item by item stays linear."""
-    after = {key: running.get(key, 0) - old.get(key, 0) + new.get(key, 0)
-             for key in set(old) | set(new)}
-    return after, overcommitted(inventories, running, after)
+    after = {}
+    for key, amount in new.items():
+        after[key] = running.get(key, 0) - old.get(key, 0) + amount
+    for key, amount in old.items():
+        if key not in after:
+            after[key] = running.get(key, 0) - amount
+    return after, {key for key, used in after.items()
+                   if used > running.get(key, 0) and key in inventories
+                   and not fits(inventories[key], used)}

@@ -205,25 +205,32 @@ class Plan(object):
         if self.atomic:
             self._judge_combined(inventories, before)
             return
-        running = collections.Counter(before)
+        running = dict(before)
+        unit_violation = capacity.unit_violation
         for r in self._live():
             old, new = self._old_rows(r), self._new_rows(r)
-            for key, amount in sorted(new.items()):
-                self._check_units(r, key, amount, inventories.get(key))
+            for key, amount in new.items():
+                inventory = inventories.get(key)
+                if inventory is None or unit_violation(inventory, amount):
+                    # Faults in key order, as the contract names the first.
+                    for each_key, each_amount in sorted(new.items()):
+                        self._check_units(r, each_key, each_amount,
+                                          inventories.get(each_key))
+                    break
             if r.index in self.faults:
                 continue
             after, over = capacity.item_usage(inventories, running, old, new)
-            if self._blame_capacity(r, over, after):
+            if over and self._blame_capacity(r, over, after):
                 continue
-            roots = self._roots_of(new)
-            faults, warnings = self.groups.judge([(r, roots)])
-            if faults:
-                self._fail(r, faults[r.index])
-                continue
-            self.groups.accept(r, roots)
-            self.warnings.update(warnings)
-            running.update({key: used - running[key]
-                            for key, used in after.items()})
+            if self.groups.concerns(r):
+                roots = self._roots_of(new)
+                faults, warnings = self.groups.judge([(r, roots)])
+                if faults:
+                    self._fail(r, faults[r.index])
+                    continue
+                self.groups.accept(r, roots)
+                self.warnings.update(warnings)
+            running.update(after)
 
     def _judge_combined(self, inventories, before):
         removed, added = collections.Counter(), collections.Counter()

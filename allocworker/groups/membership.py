@@ -290,6 +290,11 @@ class Judgement(object):
                     warnings[index] = outcome
         return faults, warnings
 
+    def concerns(self, request):
+        """Whether any group judges ``request`` (else ``judge`` finds
+        nothing to say about it and ``accept`` nothing to record)."""
+        return bool(self.group_ids_of[request.consumer_uuid])
+
     def accept(self, request, roots):
         """Take a judged request's placement as the state the next
         request of an independent batch is judged against."""

@@ -78,3 +78,4 @@ def test_item_usage_agrees_with_the_whole_computation(running, old, new,
     whole = capacity.usage_after(running, old, new)
     assert over == capacity.overcommitted(inventories, running, whole)
     assert all(whole[key] == used for key, used in after.items())
+    assert set(after) == set(old) | set(new)
