@@ -36,6 +36,22 @@ CALLS = {fn.__name__: fn for fn in (
 )}
 # Binding arguments is per call; reading a signature is not.
 _SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}
+# (call, argument names) that bound: whether arguments bind depends on
+# their names only, and binding costs more than a small call's own
+# bookkeeping. At most 2**parameters sets per call, so it stays small.
+_BINDS = set()
+
+
+def _check_arguments(name, context, kwargs):
+    """The whole-request 400 unless ``kwargs`` fit call ``name``."""
+    names = (name, frozenset(kwargs))
+    if names in _BINDS:
+        return
+    try:
+        _SIGNATURES[name].bind(context, **kwargs)
+    except TypeError as exc:
+        raise codes.Fault(codes.INVALID_REQUEST, 'bad arguments: %s' % exc)
+    _BINDS.add(names)
 
 
 def answer(context, name, kwargs):
@@ -43,12 +59,8 @@ def answer(context, name, kwargs):
     request_id = getattr(context, 'request_id', None)
     service_call = CALLS[name]
     try:
-        try:
-            bound = _SIGNATURES[name].bind(context, **kwargs)
-        except TypeError as exc:
-            raise codes.Fault(codes.INVALID_REQUEST,
-                              'bad arguments: %s' % exc)
-        items = service_call(*bound.args, **bound.kwargs)
+        _check_arguments(name, context, kwargs)
+        items = service_call(context, **kwargs)
     except codes.Fault as fault:
         return codes.request_error(request_id, fault)
     except Exception:
