@@ -9,7 +9,6 @@ transaction writes nothing. Reads of consumers live in ``consumers``.
 
 import collections
 import hashlib
-import re
 
 from oslo_log import log as logging
 from oslo_serialization import jsonutils
@@ -35,10 +34,6 @@ Request = collections.namedtuple(
 ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
                'user_id', 'consumer_type', 'allocations', 'group_uuid',
                'idempotency_key')
-_FIELD_SET = frozenset(ITEM_FIELDS)
-_CANONICAL_UUID = re.compile(
-    '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}')
-MAX_STRING = validation.MAX_STRING
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
 BatchFailed = allocation_plan.BatchFailed
 
@@ -46,65 +41,8 @@ BatchFailed = allocation_plan.BatchFailed
 # -- parsing ---------------------------------------------------------------
 
 def parse_item(raw, index):
-    """The item's Request, or the Fault naming its first bad field."""
-    return _plain_item(raw, index) or _checked_item(raw, index)
-
-
-def _plain_item(raw, index):
-    """The Request of an item in the form well-behaved callers send
-    (canonical UUIDs, plain types), in one pass with no message built;
-    None for anything else, which ``_checked_item`` then judges. Accepts
-    only what ``_checked_item`` accepts, with the same result."""
-    if type(raw) is not dict or not raw.keys() <= _FIELD_SET:
-        return None
-    get = raw.get
-    uuid = get('consumer_uuid')
-    project_id, user_id = get('project_id'), get('user_id')
-    generation, allocations = get('consumer_generation'), get('allocations')
-    if not (_canonical(uuid) and type(allocations) is dict and
-            _plain_string(project_id) and _plain_string(user_id) and
-            'consumer_generation' in raw and
-            (generation is None or
-             (type(generation) is int and generation >= 0))):
-        return None
-    consumer_type = get('consumer_type')
-    if consumer_type is not None and not (
-            type(consumer_type) is str and len(consumer_type) <= MAX_STRING
-            and validation.CONSUMER_TYPE.match(consumer_type)):
-        return None
-    group_uuid, key = get('group_uuid'), get('idempotency_key')
-    if (group_uuid is not None and not _canonical(group_uuid)) or \
-            (key is not None and not _plain_string(key)):
-        return None
-    parsed = {}
-    for provider_uuid, resources in allocations.items():
-        if not _canonical(provider_uuid) or type(resources) is not dict \
-                or not resources:
-            return None
-        for name, amount in resources.items():
-            if type(name) is not str or len(name) > MAX_STRING or \
-                    not validation.ANY_CLASS.match(name) or \
-                    type(amount) is not int or \
-                    not 1 <= amount <= validation.MAX_INT:
-                return None
-        parsed[provider_uuid] = dict(resources)
-    return Request(index, uuid, generation, project_id, user_id,
-                   consumer_type, parsed, group_uuid, key,
-                   _digest(raw) if key else None)
-
-
-def _canonical(value):
-    """A UUID string already in the form ``validation.uuid`` returns."""
-    return type(value) is str and \
-        _CANONICAL_UUID.fullmatch(value) is not None
-
-
-def _plain_string(value):
-    return type(value) is str and 1 <= len(value) <= MAX_STRING
-
-
-def _checked_item(raw, index):
-    """Every check in the order the contract names faults."""
+    """The item's Request, or the Fault naming its first bad field (the
+    checks run in the order the contract names faults)."""
     where = 'items[%d]' % index
     validation.mapping(raw, where)
     validation.only_keys(raw, where, ITEM_FIELDS)
