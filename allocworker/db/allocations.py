@@ -8,6 +8,7 @@ import sqlalchemy as sa
 from allocworker.db import api
 from allocworker.db import events
 from allocworker.db import generations
+from allocworker.db import prepared
 from allocworker.db import providers
 from allocworker.db import schema
 from allocworker.db import writes_pg
@@ -162,7 +163,7 @@ def write_set(conn, writes):
         created=[n[:3] + (_UNTYPED if n[3] is None else n[3],)
                  for n in writes.created],
         usage={key: d for key, d in writes.usage.items() if d})
-    if writes_pg.applies(conn.dialect):
+    if prepared.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
             conn, writes, now)
         if consumers_moved != len(writes.updated):

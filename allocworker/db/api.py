@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from allocworker.db import generations
 from allocworker.db import kept
-from allocworker.db import writes_pg
+from allocworker.db import prepared
 
 _lock = threading.Lock()
 _facade = None
@@ -81,10 +81,10 @@ def _tune(engine):
             cursor.close()
     else:
         engine.update_execution_options(isolation_level='READ COMMITTED')
-    if writes_pg.applies(engine.dialect):
+    if prepared.applies(engine.dialect):
         sa.event.listen(engine, 'connect',
                         lambda dbapi_conn, _record:
-                        writes_pg.tune_session(dbapi_conn))
+                        prepared.tune_session(dbapi_conn))
     # Connections made before the listener or option existed are dropped.
     engine.dispose()
 

@@ -5,7 +5,7 @@ of statements. Each sub-statement is a data-modifying CTE over whole
 columns bound as arrays and ``unnest``-ed, so the text is the same for one
 row or a thousand: it is written once per process, sent with
 ``exec_driver_sql`` (no SQLAlchemy compile step, no per-row parameter
-processing) and the server plans it like any other.
+processing), prepared once per connection (``prepared``).
 
 PostgreSQL's rules for data-modifying CTEs shape it: every sub-statement
 sees the snapshot the statement started with (none sees another's changes
@@ -29,8 +29,7 @@ except through RETURNING), and no row may be modified twice. So:
   counts them: Python checks that exactly the expected rows moved.
 """
 
-import re
-import time
+from allocworker.db import prepared
 
 _WRITE_SET = """
 WITH
@@ -106,83 +105,10 @@ SELECT NULL, (SELECT count(*) FROM updated), (SELECT count(*) FROM bumped)
 """
 
 
-_PLACEHOLDER = re.compile(r'%\((\w+)\)s::(\w+(?:\[\])?)')
-
-
-def _prepared(name, text):
-    """(PREPARE statement, EXECUTE statement) of ``text``, whose
-    placeholders each carry a cast: ``%(name)s::type``."""
-    types = {}
-
-    def number(match):
-        types.setdefault(match.group(1), match.group(2))
-        return '$%d' % (list(types).index(match.group(1)) + 1)
-
-    body = _PLACEHOLDER.sub(number, text)
-    prepare = 'PREPARE %s (%s) AS %s' % (
-        name, ', '.join(types.values()), body)
-    execute = 'EXECUTE %s (%s)' % (name, ', '.join(
-        '%%(%s)s' % param for param in types))
-    return prepare, execute
-
-
 # Planning this statement costs the server more than running it (about
-# 0.7 ms against 0.35 ms for one new consumer), so each connection
-# prepares it once and runs its generic plan (``tune_session``): about
-# 0.07 ms to find it. A prepared statement outlives the transaction that
-# made it, even one rolled back. The generic plan is made again whenever
-# a table's statistics change (autovacuum's ANALYZE), and its ANY()
-# conditions keep it on the primary keys as tables grow.
-_NAME = 'allocworker_write_set'
-_PREPARE, _EXECUTE = _prepared(_NAME, _WRITE_SET)
-
-
-def applies(dialect):
-    """PostgreSQL through psycopg2, whose adaptation of Python lists to
-    arrays and ``server_version`` this module relies on."""
-    return dialect.name == 'postgresql' and dialect.driver == 'psycopg2'
-
-
-def tune_session(dbapi_connection):
-    """On every new connection: prepared statements use their generic
-    plan. PostgreSQL's default (``auto``) compares the generic plan's
-    cost, estimated for arrays of unknown length, with custom plans made
-    for the actual arrays, and here keeps planning afresh nearly every
-    time. psycopg2 prepares nothing itself, so only ``write_set``'s
-    statement is concerned."""
-    if dbapi_connection.server_version >= 120000:
-        cursor = dbapi_connection.cursor()
-        cursor.execute('SET plan_cache_mode = force_generic_plan')
-        cursor.close()
-        # SET is undone if its transaction rolls back.
-        dbapi_connection.commit()
-
-
-# A generic plan is fixed when it is made: one made while the tables were
-# nearly empty scans them whole, and PostgreSQL makes it again only when
-# a table's statistics change (autovacuum's ANALYZE, about a minute
-# apart at best). Measured: 41,000 consumers in, a single allocate cost
-# the server 8.6 ms instead of 2.0. Preparing again every few seconds
-# bounds how stale the plan can be, for about 0.7 ms of planning.
-REPLAN_SECONDS = 10.0
-
-
-def _prepare_once(conn):
-    """Prepare the statement on this DBAPI connection unless it was,
-    less than REPLAN_SECONDS ago (the pool's record of the connection
-    remembers on which connection it did it: a reconnect brings a new
-    one)."""
-    record = conn.connection
-    dbapi_connection = record.dbapi_connection
-    done = record.info.get(_NAME)
-    now = time.monotonic()
-    if done and done[0] is dbapi_connection and \
-            now - done[1] < REPLAN_SECONDS:
-        return
-    if done and done[0] is dbapi_connection:
-        conn.exec_driver_sql('DEALLOCATE %s' % _NAME)
-    conn.exec_driver_sql(_PREPARE)
-    record.info[_NAME] = (dbapi_connection, now)
+# 0.7 ms against 0.35 ms for one new consumer), so it is prepared once per
+# connection (``prepared``).
+_STATEMENT = prepared.Statement('allocworker_write_set', _WRITE_SET)
 
 
 def write_set(conn, writes, now):
@@ -221,8 +147,7 @@ def write_set(conn, writes, now):
     }
     found = {}
     moved = (0, 0)
-    _prepare_once(conn)
-    for uuid, row_id, generation in conn.exec_driver_sql(_EXECUTE, params):
+    for uuid, row_id, generation in _STATEMENT.execute(conn, params):
         if uuid is None:
             moved = (row_id, generation)
         else:

@@ -1,6 +1,7 @@
-"""PostgreSQL's one-statement write set (db/writes_pg.py) is prepared
-again every REPLAN_SECONDS on a connection, so the generic plan made
-while the tables were small does not outlive their growth."""
+"""PostgreSQL's one-statement write set (db/writes_pg.py, prepared by
+db/prepared.py) is prepared again every REPLAN_SECONDS on a connection,
+so a generic plan made while the tables were small does not outlive
+their growth."""
 
 import uuid
 
@@ -10,7 +11,7 @@ import pytest
 from allocworker import calls
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import writes_pg
+from allocworker.db import prepared
 
 BACKENDS = ('postgresql',)
 pytestmark = pytest.mark.usefixtures('service_layer')
@@ -54,6 +55,6 @@ def test_the_write_set_is_prepared_again_after_replan_seconds(
     assert first is not None
     _allocate(rp)
     assert _prepared_at() == first
-    monkeypatch.setattr(writes_pg, 'REPLAN_SECONDS', 0.0)
+    monkeypatch.setattr(prepared, 'REPLAN_SECONDS', 0.0)
     _allocate(rp)
     assert _prepared_at() > first
