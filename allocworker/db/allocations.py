@@ -225,12 +225,35 @@ _DESCRIBE = _describe_query().where(
     _c.c.uuid.in_(sa.bindparam('uuids', expanding=True)))
 
 
+# PostgreSQL: the same read, prepared once per connection (planning it
+# cost up to 2 ms after a burst of inserts, running it 0.1 ms). A generic
+# plan cannot know how many uuids come, and joined by scanning every
+# allocation; the allocations subquery is kept apart (``OFFSET 0``) and
+# bound to its consumer, so a consumer's rows are found through their
+# index whatever the plan (the lookup of ``_DESCRIBE``, written for
+# PostgreSQL).
+_DESCRIBE_PG = prepared.Statement('allocworker_describe', """
+SELECT c.id, c.uuid, c.project_id, c.user_id, c.consumer_type,
+       c.generation, p.uuid AS provider_uuid,
+       p.generation AS provider_generation, rc.name AS class_name, a.used
+FROM consumers AS c
+CROSS JOIN LATERAL (
+    SELECT provider_id, resource_class_id, used FROM allocations
+    WHERE consumer_id = c.id OFFSET 0) AS a
+JOIN providers AS p ON p.id = a.provider_id
+JOIN resource_classes AS rc ON rc.id = a.resource_class_id
+WHERE c.uuid = ANY(%(uuids)s::text[])
+""")
+
+
 def describe(conn, uuids):
     """Consumers with their allocations, in one statement (one snapshot)."""
     if not uuids:
         return {}
-    return _described(conn.execute(_DESCRIBE,
-                                   {'uuids': sorted(set(uuids))}))
+    uuids = sorted(set(uuids))
+    if prepared.applies(conn.dialect):
+        return _described(_DESCRIBE_PG.execute(conn, {'uuids': uuids}))
+    return _described(conn.execute(_DESCRIBE, {'uuids': uuids}))
 
 
 def on_provider(conn, provider_uuid):

@@ -4,12 +4,11 @@ Planning a hot statement can cost the server more than running it: the
 allocation write set (``writes_pg``) about 0.7 ms to plan against 0.35 ms
 to run. So each connection PREPAREs such a statement once and runs its
 generic plan (``tune_session``). A prepared statement outlives the
-transaction that made it, even one rolled back. Only statements whose
-every condition is on a key suit this: a generic plan does not know the
-arrays' lengths, and for the join of consumers' reads
-(``allocations.describe``) it chose to scan every allocation (28 ms
-instead of 0.1 after a burst of batches); that read is planned afresh
-each time.
+transaction that made it, even one rolled back. A generic plan does not
+know how long the bound arrays are, so a prepared statement must leave
+it no plan but the right one: the consumers' read
+(``allocations.describe``) binds each consumer's allocations to it in a
+subquery of their own, else it scanned every allocation.
 
 A generic plan is fixed when it is made: one made while the tables were
 nearly empty scans them whole, and PostgreSQL makes it again only when a
