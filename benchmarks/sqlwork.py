@@ -46,7 +46,7 @@ def commit_ceiling(database, concurrency):
 def preload(database, count, hosts):
     """``count`` allocations straight into allocworker's tables (one
     statement per table, spread over ``hosts`` providers as allocate would
-    leave them, usage counters included)."""
+    leave them, usage counters included), then VACUUM ANALYZE."""
     engine = sa.create_engine(database)
     with engine.begin() as conn:
         conn.exec_driver_sql(
@@ -70,5 +70,10 @@ def preload(database, count, hosts):
             "INSERT INTO usages (provider_id, resource_class_id, used) "
             "SELECT provider_id, resource_class_id, SUM(used) "
             "FROM allocations GROUP BY provider_id, resource_class_id")
-        conn.exec_driver_sql('ANALYZE')
+    # Settled as a database that grew to this size would be: otherwise
+    # autovacuum's first pass over the new rows runs during the figures
+    # and every process on the machine pays for it.
+    with engine.connect().execution_options(
+            isolation_level='AUTOCOMMIT') as conn:
+        conn.exec_driver_sql('VACUUM ANALYZE')
     engine.dispose()
