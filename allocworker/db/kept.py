@@ -86,6 +86,14 @@ class Keeper(object):
 
     def _give(self, kept):
         kept.used = time.monotonic()
+        if kept.conn.get_transaction() is not None:
+            # A block that ended without COMMIT or ROLLBACK (one whose
+            # COMMIT failed, say) leaves nothing behind for the next user.
+            try:
+                kept.conn.rollback()
+            except Exception:
+                _close(kept.conn)
+                return
         with self._lock:
             if kept.epoch == self._epoch and len(self._idle) < self._size:
                 self._idle.append(kept)

@@ -113,3 +113,21 @@ def test_a_forked_child_neither_uses_nor_closes_its_parents_connections():
     assert db.one_statement(_backend_id) == parent_reader
     with db.writer() as conn:
         assert _backend_id(conn) == parent_writer
+
+
+@pytest.mark.usefixtures('service_layer')
+def test_a_failed_commit_leaves_no_transaction_open_for_the_next_writer(
+        backend):
+    from oslo_db import exception as db_exc
+    from allocworker.db import api as db
+    if backend != 'postgresql':
+        pytest.skip('a constraint checked at COMMIT is PostgreSQL-only here')
+    with pytest.raises(db_exc.DBError):
+        with db.writer() as conn:
+            conn.exec_driver_sql(
+                'CREATE TEMPORARY TABLE once (x int UNIQUE DEFERRABLE '
+                'INITIALLY DEFERRED) ON COMMIT DROP')
+            conn.exec_driver_sql('INSERT INTO once VALUES (1), (1)')
+    # The same kept connection serves the next transaction.
+    with db.writer() as conn:
+        assert conn.exec_driver_sql('SELECT 1').scalar() == 1
