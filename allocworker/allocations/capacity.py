@@ -65,6 +65,4 @@ def item_usage(inventories, running, old, new):
     for key, amount in old.items():
         if key not in after:
             after[key] = running.get(key, 0) - amount
-    return after, {key for key, used in after.items()
-                   if used > running.get(key, 0) and key in inventories
-                   and not fits(inventories[key], used)}
+    return after, overcommitted(inventories, running, after)

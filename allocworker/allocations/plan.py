@@ -206,17 +206,10 @@ class Plan(object):
             self._judge_combined(inventories, before)
             return
         running = dict(before)
-        unit_violation = capacity.unit_violation
         for r in self._live():
             old, new = self._old_rows(r), self._new_rows(r)
-            for key, amount in new.items():
-                inventory = inventories.get(key)
-                if inventory is None or unit_violation(inventory, amount):
-                    # Faults in key order, as the contract names the first.
-                    for each_key, each_amount in sorted(new.items()):
-                        self._check_units(r, each_key, each_amount,
-                                          inventories.get(each_key))
-                    break
+            for key, amount in sorted(new.items()):
+                self._check_units(r, key, amount, inventories.get(key))
             if r.index in self.faults:
                 continue
             after, over = capacity.item_usage(inventories, running, old, new)
