@@ -5,9 +5,6 @@ so no attempt ever re-reads a stale snapshot. Only exhaustion reaches the
 caller, as 409 provider.concurrent_update.
 """
 
-import random
-import time
-
 from oslo_db import exception as db_exc
 import tenacity
 
@@ -23,25 +20,30 @@ RACES = (db_api.ConcurrentUpdate, db_api.ConnectionLost, db_exc.DBDeadlock,
 
 def write(fn, *args, **kwargs):
     """Run ``fn(*args, **kwargs)`` until it commits without losing a race."""
-    attempts = CONF.worker.retry_attempts
     try:
-        # The first attempt runs bare: most writes win at once, and
-        # building tenacity's machinery costs more than a small write's
-        # own bookkeeping.
-        return fn(*args, **kwargs)
-    except RACES as exc:
-        if attempts <= 1:
-            raise _exhausted(exc)
-    retrying = tenacity.Retrying(
-        retry=tenacity.retry_if_exception_type(RACES),
-        stop=tenacity.stop_after_attempt(attempts - 1),
-        wait=tenacity.wait_random(0, CONF.worker.retry_max_wait),
-        reraise=True)
-    time.sleep(random.uniform(0, CONF.worker.retry_max_wait))
-    try:
-        return retrying(fn, *args, **kwargs)
+        return _retrying()(fn, *args, **kwargs)
     except RACES as exc:
         raise _exhausted(exc)
+
+
+_policies = {}
+
+
+def _retrying():
+    """The retry policy for the configured attempts and wait, built once
+    (building it cost more than a small write's own bookkeeping; tenacity
+    keeps each thread's attempt state apart, so one serves every
+    thread)."""
+    settings = (CONF.worker.retry_attempts, CONF.worker.retry_max_wait)
+    policy = _policies.get(settings)
+    if policy is None:
+        attempts, max_wait = settings
+        policy = _policies[settings] = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(RACES),
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=tenacity.wait_random(0, max_wait),
+            reraise=True)
+    return policy
 
 
 def _exhausted(exc):

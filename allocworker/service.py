@@ -7,6 +7,7 @@ shutdown_timeout``), and exits 0; the parent exits 0 once all have. A child
 that dies for any other reason is replaced.
 """
 
+import gc
 import os
 import signal
 import threading
@@ -113,6 +114,11 @@ def _child(index):
     name = '%s.%d' % (CONF.host, index)
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     server.start()
+    # What is alive now (modules, configuration, the RPC and database
+    # machinery) lives as long as the process: a full collection need
+    # not walk it. Unfrozen, each one took 40-60 ms, every 10-15 s under
+    # load, and answered the calls in flight that much later.
+    gc.freeze()
     LOG.info('worker process %d (pid %d) serving topic %s',
              index, os.getpid(), CONF.worker.topic)
     housekeeper = threading.Thread(target=_upkeep, args=(stopping,),

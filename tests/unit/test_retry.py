@@ -1,4 +1,7 @@
-"""retry.write: a bare first attempt, then tenacity; exhaustion is 409."""
+"""retry.write: tenacity's policy, built once and shared by threads;
+exhaustion is 409."""
+
+import threading
 
 from oslo_db import exception as db_exc
 import pytest
@@ -59,3 +62,41 @@ def test_other_errors_are_not_retried(attempts):
     with pytest.raises(ValueError):
         retry.write(fn, 'v')
     assert len(calls) == 1
+
+
+def test_threads_count_their_own_attempts(attempts):
+    """Two threads losing races at once on the one shared policy: each
+    gets its own three attempts (shared counting would exhaust one)."""
+    both_lost_once = threading.Barrier(2, timeout=10)
+    results, calls = {}, {'a': [], 'b': []}
+
+    def racer(name):
+        def fn():
+            calls[name].append(1)
+            if len(calls[name]) == 1:
+                both_lost_once.wait()
+            if len(calls[name]) < attempts:
+                raise db_api.ConcurrentUpdate('lost')
+            return name
+        try:
+            results[name] = retry.write(fn)
+        except codes.Fault as fault:
+            results[name] = fault.code
+
+    threads = [threading.Thread(target=racer, args=(n,)) for n in 'ab']
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {'a': 'a', 'b': 'b'}
+    assert [len(calls['a']), len(calls['b'])] == [attempts, attempts]
+
+
+def test_a_changed_setting_takes_effect(attempts):
+    fn, calls = losing(3)
+    with pytest.raises(codes.Fault):
+        retry.write(fn, 'v')
+    CONF.set_override('retry_attempts', 4, 'worker')
+    fn, calls = losing(3)
+    assert retry.write(fn, 'v') == 'v'
+    assert len(calls) == 4
