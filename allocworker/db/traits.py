@@ -2,6 +2,7 @@
 
 import sqlalchemy as sa
 
+from allocworker.db import facets
 from allocworker.db import names as names_table
 from allocworker.db import schema
 
@@ -55,21 +56,10 @@ def delete(conn, trait_id):
 
 def of_providers(conn, provider_ids=None):
     """{provider_id: {trait name}} (every provider when ids is None)."""
-    query = (sa.select(_pt.c.provider_id, _t.c.name)
-             .join(_t, _pt.c.trait_id == _t.c.id))
-    if provider_ids is not None:
-        if not provider_ids:
-            return {}
-        query = query.where(_pt.c.provider_id.in_(sorted(provider_ids)))
-    found = {}
-    for provider_id, name in conn.execute(query):
-        found.setdefault(provider_id, set()).add(name)
-    return found
+    return facets.by_provider(
+        conn, sa.select(_pt.c.provider_id, _t.c.name).join(
+            _t, _pt.c.trait_id == _t.c.id), provider_ids)
 
 
 def replace(conn, provider_id, trait_ids):
-    conn.execute(sa.delete(_pt).where(_pt.c.provider_id == provider_id))
-    if trait_ids:
-        conn.execute(sa.insert(_pt), [
-            {'provider_id': provider_id, 'trait_id': t}
-            for t in sorted(trait_ids)])
+    facets.replace(conn, _pt, 'trait_id', provider_id, trait_ids)

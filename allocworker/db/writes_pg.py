@@ -116,35 +116,19 @@ def write_set(conn, writes, now):
 
     (created {uuid: (id, generation)}, consumers moved, providers moved).
     """
-    updated, created, emptied = writes.updated, writes.created, \
-        writes.emptied
-    rows, usage, bumps = writes.rows, sorted(writes.usage.items()), \
-        sorted(writes.bumps.items())
-    params = {
-        'now': now,
-        'replaced': sorted(writes.replaced),
-        'u_id': [u[1] for u in updated],
-        'u_generation': [u[2] for u in updated],
-        'u_project': [u[3] for u in updated],
-        'u_user': [u[4] for u in updated],
-        'u_type': [u[5] for u in updated],
-        'n_uuid': [n[0] for n in created],
-        'n_project': [n[1] for n in created],
-        'n_user': [n[2] for n in created],
-        'n_type': [n[3] for n in created],
-        'a_uuid': [a[0] for a in rows],
-        'a_provider': [a[1] for a in rows],
-        'a_class': [a[2] for a in rows],
-        'a_used': [a[3] for a in rows],
-        'e_id': [c.id for c in emptied],
-        'e_uuid': [c.uuid for c in emptied],
-        'e_generation': [c.generation for c in emptied],
-        'c_provider': [key[0] for key, _delta in usage],
-        'c_class': [key[1] for key, _delta in usage],
-        'c_delta': [delta for _key, delta in usage],
-        'b_id': [pid for pid, _generation in bumps],
-        'b_generation': [generation for _pid, generation in bumps],
-    }
+    params = {'now': now, 'replaced': sorted(writes.replaced)}
+    # Each kind of row is bound column by column, as the arrays the
+    # statement unnests (None: a field the statement does not read).
+    _bind(params, writes.updated,
+          (None, 'u_id', 'u_generation', 'u_project', 'u_user', 'u_type'))
+    _bind(params, writes.created, ('n_uuid', 'n_project', 'n_user', 'n_type'))
+    _bind(params, writes.rows, ('a_uuid', 'a_provider', 'a_class', 'a_used'))
+    _bind(params, [(c.id, c.uuid, c.generation) for c in writes.emptied],
+          ('e_id', 'e_uuid', 'e_generation'))
+    _bind(params, [(pid, cid, delta) for (pid, cid), delta
+                   in sorted(writes.usage.items())],
+          ('c_provider', 'c_class', 'c_delta'))
+    _bind(params, sorted(writes.bumps.items()), ('b_id', 'b_generation'))
     found = {}
     moved = (0, 0)
     for uuid, row_id, generation in _STATEMENT.execute(conn, params):
@@ -153,3 +137,11 @@ def write_set(conn, writes, now):
         else:
             found[uuid] = (row_id, generation)
     return found, moved[0], moved[1]
+
+
+def _bind(params, rows, names):
+    """Add ``rows`` (tuples) to ``params`` as one list per named field."""
+    columns = list(zip(*rows)) if rows else [()] * len(names)
+    for name, column in zip(names, columns):
+        if name is not None:
+            params[name] = list(column)

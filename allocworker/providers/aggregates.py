@@ -10,17 +10,12 @@ from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import aggregates as db_aggregates
-from allocworker.db import api as db
 
 
 def get_provider_aggregates(context, uuid):
-    return items.one(context, {'uuid': items.echo(uuid)}, _read, context,
-                     uuid)
-
-
-def _read(context, uuid):
-    return providers.facet_item(context, uuid, 'aggregates',
-                                db_aggregates.of_providers)
+    return items.one(context, {'uuid': items.echo(uuid)},
+                     providers.facet_item, context, uuid, 'aggregates',
+                     db_aggregates.of_providers)
 
 
 def set_provider_aggregates(context, uuid, provider_generation, aggregates):
@@ -41,15 +36,9 @@ def _set(context, uuid, provider_generation, aggregates):
     aggregates = sorted({validation.uuid(a, 'aggregates')
                          for a in aggregates})
     policy.check(context, 'set_provider_aggregates', 'provider %s' % uuid)
-    generation = retry.write(_replace, uuid, provider_generation, aggregates)
+    generation = retry.write(
+        providers.replace_facet, uuid, provider_generation,
+        lambda conn, provider_id: db_aggregates.replace(
+            conn, provider_id, aggregates))
     return {'uuid': uuid, 'generation': generation,
             'aggregates': aggregates, 'status': 200}
-
-
-def _replace(uuid, expected_generation, aggregates):
-    with db.writer() as conn:
-        row = providers.lock_at_generation(conn, uuid, expected_generation)
-        db_aggregates.replace(conn, row.id, aggregates)
-        if expected_generation is None:
-            return row.generation
-        return providers.moved_generation(conn, uuid, row)

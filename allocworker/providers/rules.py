@@ -284,6 +284,20 @@ def moved_generation(conn, provider_uuid, row):
     return row.generation + 1
 
 
+def replace_facet(uuid, expected_generation, write):
+    """One transaction replacing a set of facts about a provider (its
+    traits, its aggregates) under its generation: ``write(conn,
+    provider_id)`` replaces them. The provider's new generation; with
+    ``expected_generation`` None (aggregates before Placement's 1.19) it
+    is neither compared nor moved."""
+    with db.writer() as conn:
+        row = lock_at_generation(conn, uuid, expected_generation)
+        write(conn, row.id)
+        if expected_generation is None:
+            return row.generation
+        return moved_generation(conn, uuid, row)
+
+
 def facet_item(context, uuid, key, read):
     """One provider's generation and one set of facts about it (its
     traits, its aggregates): ``read(conn, [provider_id])`` gives

@@ -72,13 +72,9 @@ def _remove(name):
 
 
 def get_provider_traits(context, uuid):
-    return items.one(context, {'uuid': items.echo(uuid)}, _read, context,
-                     uuid)
-
-
-def _read(context, uuid):
-    return providers.facet_item(context, uuid, 'traits',
-                                db_traits.of_providers)
+    return items.one(context, {'uuid': items.echo(uuid)},
+                     providers.facet_item, context, uuid, 'traits',
+                     db_traits.of_providers)
 
 
 def set_provider_traits(context, uuid, provider_generation, traits):
@@ -95,18 +91,19 @@ def _set(context, uuid, provider_generation, traits):
         raise validation.invalid('traits must be a list of trait names')
     traits = sorted({validation.trait_name(t, 'traits') for t in traits})
     policy.check(context, 'set_provider_traits', 'provider %s' % uuid)
-    generation = retry.write(_replace, uuid, provider_generation, traits)
+    generation = retry.write(providers.replace_facet, uuid,
+                             provider_generation, _replacing(traits))
     return {'uuid': uuid, 'generation': generation, 'traits': traits,
             'status': 200}
 
 
-def _replace(uuid, expected_generation, traits):
-    with db.writer() as conn:
-        row = providers.lock_at_generation(conn, uuid, expected_generation)
+def _replacing(traits):
+    """The write that makes ``traits`` (names) the provider's traits."""
+    def write(conn, provider_id):
         ids = db_traits.ids_by_name(conn, traits)
         unknown = [t for t in traits if t not in ids]
         if unknown:
             raise codes.Fault(codes.TRAIT_NOT_IN_BODY,
                               'No such trait(s): %s' % ', '.join(unknown))
-        db_traits.replace(conn, row.id, set(ids.values()))
-        return providers.moved_generation(conn, uuid, row)
+        db_traits.replace(conn, provider_id, set(ids.values()))
+    return write
