@@ -14,6 +14,7 @@ import pytest
 
 from allocworker.conf import CONF
 from tests.faults import cluster
+from tests.faults import load as faults
 from tests.faults import netns
 from tests.faults.load import Load
 from tests.functional import services
@@ -96,35 +97,6 @@ def start_host(config, client, processes=2, worker=None):
     return worker
 
 
-def audit_clean(worker):
-    result = services.manage(worker.config_file, 'audit', '--grace-seconds',
-                             '600', check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def answers_again(rpc, within, must=True):
-    """Seconds until a call is answered again; after ``within`` seconds
-    without an answer, fails (or answers None if not ``must``)."""
-    started = time.monotonic()
-    while time.monotonic() - started < within:
-        try:
-            rpc.call('list_resource_classes', rpc_timeout=2)
-            return time.monotonic() - started
-        except Exception:
-            time.sleep(0.1)
-    assert not must, 'no answer within %d s' % within
-    return None
-
-
-def finish(load, name, worker):
-    load.stop()
-    lost = load.report(name)
-    assert lost == []
-    assert load.figures['calls answered'] == load.figures['calls made']
-    audit_clean(worker)
-    return lost
-
-
 def test_two_hosts_serve_one_topic_on_quorum_queues(
         rabbit_cluster, client, worker_hosts, cluster_topic):
     for host in worker_hosts:
@@ -146,18 +118,18 @@ def test_stop_and_start_of_the_leading_node(
     stopped = time.monotonic()
     try:
         rabbit_cluster.stop_app(leader)
-        resumed = answers_again(client, within=30)
+        resumed = faults.answers_again(client, within=30)
         new_leader = rabbit_cluster.leader(
             cluster_topic, via=1 + leader % 3)
         time.sleep(5)
     finally:
         rabbit_cluster.start_app(leader)
-    back = answers_again(client, within=30)
+    back = faults.answers_again(client, within=30)
     print('\nleader rmq%d stop_app: answered again after %.1f s (leader now '
           'rmq%d); %.1f s after start_app; down %.0f s in all'
           % (leader, resumed, new_leader, back, time.monotonic() - stopped))
     time.sleep(5)
-    finish(load, 'leader stop/start', worker_hosts['ctl-a'])
+    faults.finish(load, 'leader stop/start', worker_hosts['ctl-a'])
     assert resumed <= 5
     assert back <= 5
 
@@ -175,17 +147,17 @@ def test_freeze_and_thaw_of_the_leading_node(
     rabbit_cluster.freeze(leader)
     frozen = time.monotonic()
     try:
-        resumed = answers_again(client, within=frozen_for, must=False)
+        resumed = faults.answers_again(client, within=frozen_for, must=False)
         time.sleep(max(0, frozen_for - (time.monotonic() - frozen)))
     finally:
         rabbit_cluster.thaw(leader)
-    back = answers_again(client, within=30)
+    back = faults.answers_again(client, within=30)
     healed = rabbit_cluster.heal(leader)
     time.sleep(5)
     print('\nleader rmq%d frozen %d s: answered again after %s s while '
           'frozen; %.1f s after the thaw; cluster whole again after %.1f s'
           % (leader, frozen_for, resumed and '%.1f' % resumed, back, healed))
-    finish(load, 'leader freeze/thaw', worker_hosts['ctl-a'])
+    faults.finish(load, 'leader freeze/thaw', worker_hosts['ctl-a'])
     # No call blocked much past its own timeout: rpcapi gives up after
     # the timeout plus [worker] call_grace, whatever oslo.messaging is
     # blocked on (without that deadline: up to 20 s; with oslo.messaging's
@@ -223,12 +195,12 @@ def test_worker_host_cut_off_mid_transactions(
                     rpc_timeout=CALL_TIMEOUT).start()
         time.sleep(4)
         namespace.cut()
-        resumed = answers_again(client, within=30)
+        resumed = faults.answers_again(client, within=30)
         time.sleep(10)
         namespace.mend()
         time.sleep(5)
         print('\nctl-c cut off: others answered after %.1f s' % resumed)
-        finish(load, 'worker host cut off', worker_hosts['ctl-a'])
+        faults.finish(load, 'worker host cut off', worker_hosts['ctl-a'])
         assert set(load.statuses) == {(200, None)}
         began = time.monotonic()
         code = worker.stop(timeout=60)

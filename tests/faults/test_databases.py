@@ -10,8 +10,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from tests.faults.load import Load
-from tests.faults.test_faults import audit_clean
+from tests.faults import load as faults
 from tests.functional.helpers import alloc_item
 from tests.functional.helpers import provider
 
@@ -41,26 +40,17 @@ def _mariadb_restart():
     raise AssertionError('MariaDB did not come back')
 
 
-def test_mariadb_restart_mid_load(backend, rpc, hosts, scratch):
+def test_mariadb_restart_mid_load(backend, rpc, hosts):
     if backend != 'mysql':
         pytest.skip('PostgreSQL restart: test_faults.py')
-    load = Load(rpc, hosts).start()
-    time.sleep(3)
-    began = time.monotonic()
-    _mariadb_restart()
-    print('\nMariaDB down and up again in %.1f s'
-          % (time.monotonic() - began))
-    time.sleep(8)
-    load.stop()
-    assert load.report('MariaDB restart') == []
-    # In-flight transactions failed cleanly: 500 items, nothing else odd.
-    assert set(load.statuses) <= {(200, None), (500, 'internal_error')}
-    after = Load(rpc, hosts, clients=2).start()
-    time.sleep(3)
-    after.stop()
-    assert after.report('after the MariaDB restart') == []
-    assert set(after.statuses) == {(200, None)}
-    audit_clean(scratch)
+
+    def restart():
+        began = time.monotonic()
+        _mariadb_restart()
+        print('\nMariaDB down and up again in %.1f s'
+              % (time.monotonic() - began))
+    faults.database_restart_under_load(rpc, hosts, 'MariaDB restart',
+                                       restart)
 
 
 def test_deadlock_with_another_writer_is_retried_afresh(

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.faults import load as faults
 from tests.faults.load import Load
 from tests.functional import services
 from tests.functional.helpers import provider
@@ -22,36 +23,14 @@ def hosts(rpc):
     return [provider(rpc, {'VCPU': {'total': 100000}})[0] for _ in range(4)]
 
 
-def audit_clean(scratch):
-    result = services.manage('%s/worker.conf' % scratch, 'audit',
-                             '--grace-seconds', '600', check=False)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def answers_again(rpc, within):
-    """Seconds until a call is answered again (fails after ``within``)."""
-    started = time.monotonic()
-    while time.monotonic() - started < within:
-        try:
-            rpc.call('list_resource_classes', rpc_timeout=3)
-            return time.monotonic() - started
-        except Exception:
-            time.sleep(0.5)
-    raise AssertionError('no answer within %d s' % within)
-
-
-def test_sigkill_of_a_worker_process_mid_batches(rpc, hosts, scratch):
+def test_sigkill_of_a_worker_process_mid_batches(rpc, hosts):
     load = Load(rpc, hosts).start()
     time.sleep(3)
     victims = rpc.worker.child_pids()
     os.kill(victims[0], signal.SIGKILL)
     time.sleep(6)
     assert len(rpc.worker.child_pids()) == len(victims)  # replaced
-    load.stop()
-    lost = load.report('SIGKILL one worker process')
-    assert lost == []
-    assert load.figures['calls answered'] == load.figures['calls made']
-    audit_clean(scratch)
+    faults.finish(load, 'SIGKILL one worker process', rpc.worker)
 
 
 def _rabbit(action):
@@ -59,7 +38,7 @@ def _rabbit(action):
                    capture_output=True, timeout=120)
 
 
-def test_rabbitmq_restart_mid_load(rpc, hosts, scratch):
+def test_rabbitmq_restart_mid_load(rpc, hosts):
     load = Load(rpc, hosts).start()
     time.sleep(3)
     try:
@@ -67,15 +46,11 @@ def test_rabbitmq_restart_mid_load(rpc, hosts, scratch):
         time.sleep(3)
     finally:
         _rabbit('start_app')
-    back = answers_again(rpc, within=60)
+    back = faults.answers_again(rpc, within=60)
     print('\ncalls answered again %.1f s after the broker returned' % back)
     assert back <= 30
     time.sleep(5)
-    load.stop()
-    lost = load.report('RabbitMQ restart')
-    assert lost == []
-    assert load.figures['calls answered'] == load.figures['calls made']
-    audit_clean(scratch)
+    faults.finish(load, 'RabbitMQ restart', rpc.worker)
 
 
 def _postgresql(action):
@@ -87,23 +62,9 @@ def _postgresql(action):
 
 @pytest.mark.skipif(not os.path.isdir('/etc/postgresql'),
                     reason='needs a local PostgreSQL cluster to restart')
-def test_postgresql_restart_mid_load(rpc, hosts, scratch):
-    load = Load(rpc, hosts).start()
-    time.sleep(3)
-    _postgresql('restart')
-    time.sleep(8)
-    load.stop()
-    lost = load.report('PostgreSQL restart')
-    assert lost == []
-    # In-flight transactions failed cleanly: 500 items, nothing else odd.
-    assert set(load.statuses) <= {(200, None), (500, 'internal_error')}
-    # And later calls succeed without restarting any worker.
-    after = Load(rpc, hosts, clients=2).start()
-    time.sleep(3)
-    after.stop()
-    assert after.report('after the PostgreSQL restart') == []
-    assert set(after.statuses) == {(200, None)}
-    audit_clean(scratch)
+def test_postgresql_restart_mid_load(rpc, hosts):
+    faults.database_restart_under_load(rpc, hosts, 'PostgreSQL restart',
+                                       lambda: _postgresql('restart'))
 
 
 def test_sigterm_during_load_finishes_calls_then_exits_0(

@@ -24,6 +24,7 @@ import pytest
 
 from allocworker.conf import CONF
 from allocworker import rpcapi
+from tests.faults import load as faults
 from tests.faults.load import Load
 from tests.functional import services
 from tests.functional.helpers import alloc_item
@@ -154,9 +155,7 @@ def test_rolling_upgrade_under_load(previous_bin, backend, scratch):
                                % (PREVIOUS, old, rpcapi.VERSION))
             assert lost == []
             assert set(load.statuses) == {(200, None)}
-            audit = services.manage(new_conf, 'audit', '--grace-seconds',
-                                    '600', check=False)
-            assert audit.returncode == 0, audit.stdout + audit.stderr
+            faults.audit_clean(new_worker)
         finally:
             CONF.clear_override('allocworker', 'upgrade_levels')
             old_worker.stop()
