@@ -78,8 +78,10 @@ def allocation_candidates(context, request, limit=None, nested=True):
 
 
 def find(request, limit=None, randomize=False, conn=None, nested=True):
+    """The candidates and their trees' summaries, read on ``conn`` or in
+    a snapshot of their own (so they agree with each other)."""
     if conn is None:
-        with db.reader() as conn:
+        with db.snapshot() as conn:
             return _find(conn, request, limit, randomize, nested)
     return _find(conn, request, limit, randomize, nested)
 

@@ -204,6 +204,27 @@ def test_find_reads_inside_an_open_write_transaction():
     assert [c.root_uuid for c in found.candidates] == [host]
 
 
+def test_candidates_and_summaries_are_read_in_one_snapshot(monkeypatch):
+    """A write that commits while the search runs is seen by none of its
+    reads: the summaries show the usage the candidates were judged on."""
+    cls = custom()
+    host = provider({cls: 4})
+    read_summaries = candidates._summaries
+
+    def summaries_after_a_write(conn, found, nested):
+        item, = allocations.allocate(None, [{
+            'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
+            'project_id': 'p', 'user_id': 'u',
+            'allocations': {host: {cls: 3}}}])
+        assert item['status'] == 200
+        return read_summaries(conn, found, nested)
+
+    monkeypatch.setattr(candidates, '_summaries', summaries_after_a_write)
+    found = find(groups=[{'resources': {cls: 2}}])
+    assert [c.root_uuid for c in found.candidates] == [host]
+    assert found.providers[host].resources[cls]['used'] == 0
+
+
 @pytest.mark.parametrize('group, code', [
     ({'resources': {'CUSTOM_NEVER_MADE_CLASS': 1}},
      codes.RESOURCE_CLASS_NOT_FOUND),
