@@ -1,284 +1,329 @@
-"""Allocation candidates at cloud scale, through allocworker-api.
+"""Allocation candidates at cloud scale: allocworker-api beside Placement 16.
 
     .venv/bin/python -m benchmarks.candidates [--trees 1000 10000]
-                                              [--backend postgresql]
-                                              [--calls 20] [--json]
+        [--backend postgresql|mysql|sqlite] [--load bulk|http]
+        [--serve wsgiref|uwsgi] [--seconds 10] [--calls 5]
+        [--placement-python PYTHON | --no-placement] [--json]
+    .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
+        # the same with --load http --serve uwsgi --backend postgresql
 
-For each tree count: a fresh database, ``db sync``, then (bulk-loaded, not
-through the API, which would take an hour) N compute trees, each a root
-with two NUMA children (VCPU 32, MEMORY_MB 131072 each), and 100 sharing
-storage providers (DISK_GB 100000, MISC_SHARES_VIA_AGGREGATE), root i and
-storage provider i % 100 in one aggregate. Then ``allocworker-api`` on
-that database answers, one call at a time:
+Each server gets a fresh database of its own on ``--backend`` and the
+same cloud: 100 sharing storage providers (DISK_GB 100000,
+``MISC_SHARES_VIA_AGGREGATE``, each in an aggregate of its own) and N
+compute trees, each a root with no inventory that joins aggregate
+``n % 100`` (one storage pool per rack) and two NUMA children with VCPU
+32 and MEMORY_MB 131072 each. The inventory sits on the NUMA children,
+not on the root, because that is the layout that makes a candidate
+search work for its answer: an unnumbered request may take VCPU and
+MEMORY_MB from either child (four candidates a tree, with the shared
+disk), and a granular request with ``group_policy=isolate`` only has
+candidates when the groups land on different children. With the
+inventory on the root every tree has one candidate and the granular
+request cannot ask for isolation, which hides the nested-tree work
+Placement's cost grows with. (Nova without NUMA in Placement reports on
+the root: that is the easier case of this one.)
 
-- ``unnumbered``: ``resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000``
+Trees are added up to each N in turn with the servers kept running, and
+at each N both servers answer ``REQUESTS`` one at a time for
+``--seconds`` (at least ``--calls`` requests, after one unmeasured
+warm-up request) at microversion 1.36:
+
+- ``unnumbered``: ``resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10``
 - ``granular``: ``resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,
-  MEMORY_MB:1024&group_policy=isolate&limit=1000``
+  MEMORY_MB:1024&group_policy=isolate``
 - ``nova``: ``unnumbered`` with ``root_required=!COMPUTE_STATUS_DISABLED``
   (what Nova's scheduler sends for every boot)
 
-With ``--placement-python`` Placement 16 (from PyPI, in its own venv
-with the database driver) is started on a fresh database of the same
-backend by ``benchmarks/placement_server.py`` (the same threaded wsgiref
-server) and measured on the same rows.
+all with ``limit=1000``. The choices:
 
-Rows: ``server, workload, backend, trees, p50_ms, p99_ms, candidates,
-summaries, rss_mb`` (the server process's resident memory after the
-calls, to see it stay flat as the trees grow).
+- ``--load bulk``: the rows go straight into each server's tables with
+  SQL (seconds for 10,000 trees; any backend); ``--load http``: through
+  each server's own HTTP API from 16 client threads (about 50 trees/s
+  per server on a 2-core machine), as a deployment would fill it;
+- ``--serve wsgiref``: allocworker-api's own threaded server and
+  ``placement_server.py`` (the same threaded wsgiref server for
+  Placement); ``--serve uwsgi``: both under uWSGI with the settings of
+  Placement's install guide, 2 processes x 10 threads (``peers.py``).
+
+Placement 16 is served by ``--placement-python`` (default
+``.venv-placement``, made on first use; on MariaDB that venv needs
+PyMySQL, which it is not given). Per row: p50, p99, CPU per request of
+the run's own processes and of the machine (``cpu.Meter``), the peak
+resident memory of the server's largest process and of all its
+processes, the candidates and provider summaries returned, and
+``ratio``, allocworker's p50 over Placement's. A request a server
+refuses is recorded with its status and message (``REFUSED``), never
+fatal.
 """
 
 import argparse
-import collections
-import datetime
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-import urllib.request
-import uuid
-
-import sqlalchemy as sa
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from allocworker.db import schema  # noqa: E402
+from benchmarks import candidates_cloud as cloud  # noqa: E402
+from benchmarks import cpu  # noqa: E402
+from benchmarks import peers  # noqa: E402
 from tests.functional import services  # noqa: E402
 
-SHARING = 100
-WORKLOADS = [
+VERSION = cloud.VERSION
+REQUESTS = [
     ('unnumbered', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&limit=1000'),
     ('granular', 'resources1=VCPU:1,MEMORY_MB:1024&resources2=VCPU:1,'
      'MEMORY_MB:1024&group_policy=isolate&limit=1000'),
-    # What Nova's scheduler sends for every boot (root_required from 1.35).
     ('nova', 'resources=VCPU:1,MEMORY_MB:1024,DISK_GB:10&root_required='
      '!COMPUTE_STATUS_DISABLED&limit=1000'),
 ]
 
 
-Layout = collections.namedtuple('Layout', [
-    'providers', 'inventories', 'members', 'sharing', 'aggregates'])
+# -- the servers --------------------------------------------------------------
+
+class Threaded(object):
+    """A threaded wsgiref server in a child process, shaped like
+    ``peers.Uwsgi`` (name, base, process, stop)."""
+
+    def __init__(self, name, process, port):
+        self.name, self.process = name, process
+        self.base = 'http://127.0.0.1:%d' % port
+        services.wait_for_http(self.base, seconds=120)
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(30)
 
 
-def layout(trees):
-    """Trees of a root and two NUMA children, and sharing disk: rows of
-    (id, uuid, name, parent id, root id), (provider id, class, total),
-    (provider id, aggregate index), sharing provider ids, aggregates."""
-    providers, inventories, members, sharing = [], [], [], []
-
-    def provider(parent, root, name):
-        pid = len(providers) + 1
-        providers.append((pid, str(uuid.uuid4()), name, parent, root or pid))
-        return pid
-
-    for n in range(SHARING):
-        pid = provider(None, None, 'storage-%d' % n)
-        inventories.append((pid, 'DISK_GB', 100000))
-        members.append((pid, n))
-        sharing.append(pid)
-    for n in range(trees):
-        root = provider(None, None, 'compute-%d' % n)
-        members.append((root, n % SHARING))
-        for numa in range(2):
-            child = provider(root, root, 'compute-%d-numa%d' % (n, numa))
-            inventories.append((child, 'VCPU', 32))
-            inventories.append((child, 'MEMORY_MB', 131072))
-    return Layout(providers, inventories, members, sharing,
-                  [str(uuid.uuid4()) for _ in range(SHARING)])
+def start_allocworker(url, serve, scratch):
+    config = services.write_config(
+        os.path.join(scratch, 'api.conf'), url, 'aw-candidates',
+        extra='[api]\nauth_strategy = noauth2\n')
+    services.manage(config, 'db', 'sync')
+    if serve == 'uwsgi':
+        return peers.start_allocworker_api(config, scratch)
+    process, port = services.start_api(url, scratch, name='wsgiref',
+                                       stderr=subprocess.DEVNULL)
+    return Threaded('allocworker-api', process, port)
 
 
-def _insert(conn, table, rows):
-    now = datetime.datetime.utcnow()
-    for start in range(0, len(rows), 5000):
-        chunk = rows[start:start + 5000]
-        if 'created_at' in table.c:
-            chunk = [dict(r, created_at=now) for r in chunk]
-        conn.execute(sa.insert(table), chunk)
+def start_placement(python, url, serve, scratch):
+    if serve == 'uwsgi':
+        return peers.start_placement(url, scratch, os.path.dirname(python))
+    port = services.free_port()
+    process = subprocess.Popen(
+        [python, os.path.join(ROOT, 'benchmarks', 'placement_server.py'),
+         str(port), url, scratch], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    return Threaded('placement', process, port)
 
 
-def _finish(conn, sequence):
-    if conn.dialect.name == 'postgresql':
-        conn.exec_driver_sql("SELECT setval('%s', (SELECT max(id) FROM "
-                             "%s))" % sequence)
-        conn.exec_driver_sql('ANALYZE')
+# -- measuring ---------------------------------------------------------------
+
+class RssWatch(object):
+    """Peak resident memory of a server's processes while measuring."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self.peak_total = pid, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self):
+        while not self._stop.is_set():
+            largest, total = cpu.rss_bytes([self.pid])
+            self.peak = max(self.peak, largest)
+            self.peak_total = max(self.peak_total, total)
+            self._stop.wait(0.05)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
 
 
-def load_allocworker(url, data):
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        classes = dict(conn.execute(sa.select(
-            schema.resource_classes.c.name,
-            schema.resource_classes.c.id)).all())
-        shares = conn.execute(sa.select(schema.traits.c.id).where(
-            schema.traits.c.name == 'MISC_SHARES_VIA_AGGREGATE')).scalar()
-        _insert(conn, schema.providers, [
-            {'id': i, 'uuid': u, 'name': n, 'generation': 1,
-             'parent_provider_id': p, 'root_provider_id': r}
-            for i, u, n, p, r in data.providers])
-        _insert(conn, schema.inventories, [
-            {'provider_id': p, 'resource_class_id': classes[c],
-             'total': t, 'reserved': 0, 'min_unit': 1, 'max_unit': t,
-             'step_size': 1, 'allocation_ratio': 1.0, 'forced': False}
-            for p, c, t in data.inventories])
-        _insert(conn, schema.provider_aggregates, [
-            {'provider_id': p, 'aggregate_uuid': data.aggregates[a]}
-            for p, a in data.members])
-        _insert(conn, schema.provider_traits, [
-            {'provider_id': p, 'trait_id': shares} for p in data.sharing])
-        _finish(conn, ('providers_id_seq', 'providers'))
-    engine.dispose()
+def _detail(body):
+    try:
+        return json.loads(body)['errors'][0]['detail'][:300]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return body[:300].decode('utf-8', 'replace')
 
 
-def load_placement(url, data):
-    """The same rows in Placement 16's tables (which Placement made)."""
-    engine = sa.create_engine(url)
-    tables = sa.MetaData()
-    tables.reflect(engine)
-    t = tables.tables
-    with engine.begin() as conn:
-        classes = dict(conn.execute(sa.select(
-            t['resource_classes'].c.name, t['resource_classes'].c.id)).all())
-        shares = conn.execute(sa.select(t['traits'].c.id).where(
-            t['traits'].c.name == 'MISC_SHARES_VIA_AGGREGATE')).scalar()
-        _insert(conn, t['resource_providers'], [
-            {'id': i, 'uuid': u, 'name': n, 'generation': 1,
-             'parent_provider_id': p, 'root_provider_id': r}
-            for i, u, n, p, r in data.providers])
-        _insert(conn, t['inventories'], [
-            {'resource_provider_id': p, 'resource_class_id': classes[c],
-             'total': total, 'reserved': 0, 'min_unit': 1,
-             'max_unit': total, 'step_size': 1, 'allocation_ratio': 1.0}
-            for p, c, total in data.inventories])
-        _insert(conn, t['placement_aggregates'], [
-            {'id': n + 1, 'uuid': a} for n, a in enumerate(data.aggregates)])
-        _insert(conn, t['resource_provider_aggregates'], [
-            {'resource_provider_id': p, 'aggregate_id': a + 1}
-            for p, a in data.members])
-        _insert(conn, t['resource_provider_traits'], [
-            {'resource_provider_id': p, 'trait_id': shares}
-            for p in data.sharing])
-        _finish(conn, ('resource_providers_id_seq', 'resource_providers'))
-    engine.dispose()
+def measure(peer, path, seconds, calls, meter):
+    """One request against one server: a row's figures."""
+    latencies, status, body, message = [], None, None, None
+    watch = RssWatch(peer.server.process.pid)
+    before = meter.snapshot()
+    stop = time.monotonic() + seconds
+    # The first answer warms imports, caches and connections: not timed.
+    while len(latencies) < calls + 1 or time.monotonic() < stop:
+        started = time.monotonic()
+        try:
+            status, body = peer.call('GET', path, version=VERSION,
+                                     expect=(200,))
+        except peers.Refused as refused:
+            status, message = refused.status, _detail(refused.body)
+            break
+        latencies.append(time.monotonic() - started)
+    spent = meter.spent(before, meter.snapshot())
+    watch.stop()
+    done = max(len(latencies), 1)
+    ordered = sorted(latencies[1:])
+
+    def percentile(fraction):
+        if not ordered:
+            return None
+        index = min(len(ordered) - 1, int(fraction * len(ordered)))
+        return round(ordered[index] * 1000, 1)
+
+    return {'status': status, 'refused': message,
+            'requests': len(ordered),
+            'candidates': len(body['allocation_requests']) if body else None,
+            'summaries': len(body['provider_summaries']) if body else None,
+            'p50_ms': percentile(0.5), 'p99_ms': percentile(0.99),
+            'cpu_ms': round(spent['machine'] * 1000 / done, 2),
+            'cpu_ms_own': round(spent['own'] * 1000 / done, 2),
+            'rss_peak_mb': round(watch.peak / 2 ** 20, 1),
+            'rss_all_peak_mb': round(watch.peak_total / 2 ** 20, 1)}
 
 
-def get(base, query):
-    request = urllib.request.Request(
-        base + '/allocation_candidates?' + query,
-        headers={'x-auth-token': 'admin',
-                 'openstack-api-version': 'placement 1.36'})
-    with urllib.request.urlopen(request, timeout=600) as response:
-        return json.loads(response.read())
+def report(row, as_json):
+    if as_json:
+        print(json.dumps(row), flush=True)
+        return
+    print('%-10s %-15s %-10s trees %6d  %s  p50 %9s p99 %9s ms  ratio %6s'
+          '  cpu/req %8.2f own %8.2f ms  rss %6.1f (all %6.1f) MiB  n=%d '
+          'cand=%s%s' % (
+              row['workload'], row['server'], row['backend'], row['trees'],
+              row['status'], row['p50_ms'], row['p99_ms'], row['ratio'],
+              row['cpu_ms'], row['cpu_ms_own'], row['rss_peak_mb'],
+              row['rss_all_peak_mb'], row['requests'], row['candidates'],
+              '  REFUSED: %s' % row['refused'] if row['refused'] else ''),
+          flush=True)
 
 
-def rss_mb(pid):
-    with open('/proc/%d/status' % pid) as f:
-        for line in f:
-            if line.startswith('VmRSS:'):
-                return int(line.split()[1]) / 1024.0
-    return None
+class Cloud(object):
+    """The servers measured, each on a fresh database of its own, and the
+    trees loaded into all of them so far (``--load``'s way)."""
+
+    def __init__(self, args, stack, scratch):
+        self.args, self.peers, self.loaders, self.loaded = args, {}, {}, 0
+        placement = None if args.no_placement else (
+            args.placement_python or
+            os.path.join(peers.placement_bin(), 'python'))
+        urls = {}
+        for name in ('placement', 'allocworker-api') if placement else (
+                'allocworker-api',):
+            folder = os.path.join(scratch, name)
+            os.makedirs(folder)
+            url = urls[name] = stack.enter_context(
+                services.fresh_database(args.backend, folder))
+            server = start_placement(placement, url, args.serve, folder) \
+                if name == 'placement' else start_allocworker(
+                    url, args.serve, folder)
+            stack.callback(server.stop)
+            self.peers[name] = peers.HttpPeer(server, version=VERSION)
+            if args.load == 'bulk':
+                loader = self.loaders[name] = cloud.BulkLoader(
+                    url, name == 'placement')
+                stack.callback(loader.close)
+        self.meter = cpu.Meter([u.rsplit('/', 1)[1].split('?')[0]
+                                for u in urls.values()])
+        if args.load == 'bulk':
+            rows = cloud.sharing_rows()
+            for loader in self.loaders.values():
+                loader.load(rows, sharing=True)
+        else:
+            for peer in self.peers.values():
+                cloud.http_sharing(peer)
+
+    def grow(self, trees):
+        started = time.monotonic()
+        if self.args.load == 'bulk':
+            rows = cloud.tree_rows(self.loaded, trees)
+            for loader in self.loaders.values():
+                loader.load(rows)
+        else:
+            for peer in self.peers.values():
+                cloud.http_trees(peer, self.loaded, trees)
+        print('# trees %d..%d loaded (%s) in %.0f s' % (
+            self.loaded, trees, self.args.load, time.monotonic() - started),
+            file=sys.stderr, flush=True)
+        self.loaded = trees
+
+    def measure(self, workload, query):
+        """One request on every server: a row each, the ratio to
+        Placement's p50 on allocworker's."""
+        args = self.args
+        results = {name: measure(peer, '/allocation_candidates?' + query,
+                                 args.seconds, args.calls, self.meter)
+                   for name, peer in self.peers.items()}
+        base, rows = results.get('placement'), []
+        for name, result in results.items():
+            ratio = None
+            if name != 'placement' and base and base['p50_ms'] and \
+                    result['status'] == 200 == base['status']:
+                ratio = round(result['p50_ms'] / base['p50_ms'], 3)
+            rows.append(dict(
+                workload=workload, server=name, backend=args.backend,
+                load=args.load, serve=args.serve, trees=self.loaded,
+                providers=3 * self.loaded + cloud.SHARING, ratio=ratio,
+                **result))
+        if len({r['candidates'] for r in rows}) > 1:
+            print('# %s, %d trees: the servers disagree on the candidates'
+                  % (workload, self.loaded), file=sys.stderr, flush=True)
+        return rows
 
 
-def drive(name, server, base, pid, calls):
-    """The workloads against one server: a row each."""
+def run(args):
+    """Every tree count, request and server: the rows, printed as they
+    come."""
     rows = []
-    for workload, query in WORKLOADS:
-        get(base, query)  # warm: imports, caches, connections
-        latencies = []
-        for _ in range(calls):
-            began = time.monotonic()
-            body = get(base, query)
-            latencies.append((time.monotonic() - began) * 1000)
-        latencies.sort()
-        rows.append({
-            'workload': workload, 'server': server,
-            'p50_ms': round(latencies[len(latencies) // 2], 1),
-            'p99_ms': round(latencies[min(len(latencies) - 1, int(
-                0.99 * len(latencies)))], 1),
-            'candidates': len(body['allocation_requests']),
-            'summaries': len(body['provider_summaries']),
-            'rss_mb': round(rss_mb(pid), 1)})
+    with tempfile.TemporaryDirectory() as scratch, \
+            contextlib.ExitStack() as stack:
+        servers = Cloud(args, stack, scratch)
+        for trees in sorted(args.trees):
+            servers.grow(trees)
+            for workload, query in REQUESTS:
+                for row in servers.measure(workload, query):
+                    rows.append(row)
+                    report(row, args.json)
     return rows
 
 
-def serve(command, port):
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    base = 'http://127.0.0.1:%d' % port
-    services.wait_for_http(base, seconds=120)
-    return process, base
+def parser():
+    options = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    options.add_argument('--trees', type=int, nargs='+',
+                         default=[1000, 10000])
+    options.add_argument('--backend', default='postgresql',
+                         choices=services.BACKENDS)
+    options.add_argument('--load', default='bulk', choices=('bulk', 'http'),
+                         help='SQL into the tables, or through each '
+                         "server's HTTP API")
+    options.add_argument('--serve', default='wsgiref',
+                         choices=('wsgiref', 'uwsgi'))
+    options.add_argument('--seconds', type=float, default=10.0,
+                         help='measuring time per request and server')
+    options.add_argument('--calls', type=int, default=5,
+                         help='at least this many timed requests')
+    options.add_argument('--placement-python',
+                         help='the interpreter serving Placement 16 (with '
+                         'the database driver; under uWSGI, its venv has '
+                         'uwsgi); default .venv-placement')
+    options.add_argument('--no-placement', action='store_true',
+                         help='allocworker-api alone')
+    options.add_argument('--json', action='store_true')
+    return options
 
 
-def measure_allocworker(backend, data, calls, scratch):
-    with services.fresh_database(backend, scratch) as url:
-        config = services.write_config(
-            os.path.join(scratch, 'bench.conf'), url, 'unused')
-        services.manage(config, 'db', 'sync')
-        load_allocworker(url, data)
-        port = services.free_port()
-        with open(config, 'a') as f:
-            f.write('[api]\nauth_strategy = noauth2\nport = %d\n' % port)
-        api, base = serve([os.path.join(services.BIN, 'allocworker-api'),
-                           '--config-file', config], port)
-        try:
-            return drive('allocworker', 'allocworker', base, api.pid, calls)
-        finally:
-            api.terminate()
-            api.wait(30)
-
-
-def measure_placement(python, backend, data, calls, scratch):
-    folder = os.path.join(scratch, 'placement')
-    os.makedirs(folder)
-    with services.fresh_database(backend, folder) as url:
-        if backend == 'sqlite':
-            url = 'sqlite:///%s' % os.path.join(folder, 'placement.sqlite')
-        port = services.free_port()
-        server, base = serve([python, os.path.join(
-            ROOT, 'benchmarks', 'placement_server.py'), str(port), url,
-            folder], port)
-        try:
-            load_placement(url, data)
-            return drive('placement', 'placement', base, server.pid, calls)
-        finally:
-            server.terminate()
-            server.wait(30)
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--trees', type=int, nargs='+',
-                        default=[1000, 10000])
-    parser.add_argument('--backend', default='postgresql',
-                        choices=services.BACKENDS)
-    parser.add_argument('--calls', type=int, default=20)
-    parser.add_argument('--placement-python',
-                        help='an interpreter with openstack-placement (and '
-                             'the database driver) installed: measure '
-                             'Placement on the same data beside')
-    parser.add_argument('--json', action='store_true')
-    args = parser.parse_args()
-    for trees in args.trees:
-        data = layout(trees)
-        with tempfile.TemporaryDirectory() as scratch:
-            rows = measure_allocworker(args.backend, data, args.calls,
-                                       scratch)
-            if args.placement_python:
-                rows += measure_placement(args.placement_python,
-                                          args.backend, data, args.calls,
-                                          scratch)
-        for row in rows:
-            row.update(trees=trees, backend=args.backend)
-            if args.json:
-                print(json.dumps(row), flush=True)
-            else:
-                print('%(server)-11s %(workload)-10s %(backend)-10s trees '
-                      '%(trees)6d p50 %(p50_ms)8.1f ms  p99 %(p99_ms)8.1f '
-                      'ms  candidates %(candidates)5d  summaries '
-                      '%(summaries)5d  rss %(rss_mb)6.1f MB' % row,
-                      flush=True)
+def main(argv=None):
+    run(parser().parse_args(argv))
+    return 0
 
 
 if __name__ == '__main__':
-    main()
+    sys.exit(main())

@@ -125,9 +125,10 @@ class Uwsgi(object):
                 self.process.wait()
 
 
-def start_placement(database, scratch):
-    """Placement 16 on ``database`` (schema by placement-manage)."""
-    venv_bin = placement_bin()
+def start_placement(database, scratch, venv_bin=None):
+    """Placement 16 on ``database`` (schema by placement-manage), from
+    ``venv_bin`` (default ``.venv-placement/bin``)."""
+    venv_bin = venv_bin or placement_bin()
     conf_dir = os.path.join(scratch, 'placement')
     os.makedirs(conf_dir, exist_ok=True)
     with open(os.path.join(conf_dir, 'placement.conf'), 'w') as f:

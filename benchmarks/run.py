@@ -21,7 +21,8 @@ server. Every row carries the CPU time per call (``cpu.py``).
 ``--peers`` adds Placement 16 and allocworker-api under uWSGI
 (``peers.py``), ``--chart`` draws throughput against concurrency
 (``chart.py``), and ``--candidates-scale`` runs only the allocation
-candidates scale scenario under uWSGI (``candidates_peers.py``).
+candidates scale benchmark (``candidates.py``) with the data loaded over
+HTTP, both servers under uWSGI, on PostgreSQL.
 """
 
 import argparse
@@ -361,8 +362,12 @@ def main(argv=None):
     subprocess.run([os.path.join(ROOT, 'tools', 'ensure-services.sh')],
                    check=True)
     if args.candidates_scale:
-        from benchmarks import candidates_peers
-        return candidates_peers.main(args)
+        from benchmarks import candidates
+        return candidates.main(
+            ['--load', 'http', '--serve', 'uwsgi', '--backend',
+             'postgresql', '--seconds', str(max(args.seconds, 1.0)),
+             '--trees'] + args.candidates_scale.split(',') +
+            (['--json'] if args.json else []))
     backend = 'mysql' if args.mysql else 'postgresql'
     with tempfile.TemporaryDirectory() as scratch, \
             contextlib.ExitStack() as stack:

@@ -1,7 +1,8 @@
 """The benchmark harness itself works (its figures are not judged here:
 speed is measured by benchmarks/, never asserted by tests). The peers
-(Placement and uWSGI, ``--peers``) and the candidates scale mode install
-software on first use and take minutes, so they are not run here."""
+(Placement and uWSGI, ``--peers``, and the candidates benchmark beside
+Placement) install software on first use and take minutes, so they are
+not run here; the candidates benchmark runs on allocworker-api alone."""
 
 import json
 import os
@@ -74,3 +75,27 @@ def test_cpu_meter_counts_this_process_and_its_children():
     assert spent['servers'] > 0.05, spent
     assert spent['own'] == sum(spent[p] for p in cpu.PARTS)
     assert spent['machine'] >= spent['client'] + spent['servers'] - 0.05
+
+
+def test_candidates_benchmark_answers_every_request_with_candidates():
+    result = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.candidates', '--json', '--trees',
+         '3', '6', '--backend', 'sqlite', '--no-placement', '--seconds',
+         '0.1', '--calls', '2'], cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [json.loads(line) for line in result.stdout.splitlines()
+            if line.startswith('{')]
+    assert [(r['trees'], r['workload']) for r in rows] == [
+        (trees, workload) for trees in (3, 6)
+        for workload in ('unnumbered', 'granular', 'nova')]
+    # Each tree offers its two NUMA children with the shared disk: VCPU
+    # and MEMORY_MB from either child unnumbered, one child per group
+    # under group_policy=isolate.
+    per_tree = {'unnumbered': 4, 'granular': 2, 'nova': 4}
+    for row in rows:
+        assert row['status'] == 200 and row['refused'] is None, row
+        assert row['candidates'] == per_tree[row['workload']] * row[
+            'trees'], row
+        assert row['requests'] >= 2 and row['p50_ms'] > 0, row
+        assert row['rss_peak_mb'] > 0 and row['ratio'] is None, row
