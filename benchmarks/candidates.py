@@ -46,8 +46,8 @@ all with ``limit=1000``. The choices:
   Placement's install guide, 2 processes x 10 threads (``peers.py``).
 
 Placement 16 is served by ``--placement-python`` (default
-``.venv-placement``, made on first use; on MariaDB that venv needs
-PyMySQL, which it is not given). Per row: p50, p99, CPU per request of
+``.venv-placement``, made on first use with the PostgreSQL and MariaDB
+drivers). Per row: p50, p99, CPU per request of
 the run's own processes and of the machine (``cpu.Meter``), the peak
 resident memory of the server's largest process and of all its
 processes, the candidates and provider summaries returned, and

@@ -22,7 +22,7 @@ import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEMENT_VENV = os.path.join(ROOT, '.venv-placement')
-PLACEMENT = ['openstack-placement==16.0.0', 'psycopg2-binary']
+PLACEMENT = ['openstack-placement==16.0.0', 'psycopg2-binary', 'PyMySQL']
 UWSGI = 'pyuwsgi'
 # Placement's install-from-PyPI guide: uwsgi -M --http :8778 --wsgi-file
 # placement-api --processes 2 --threads 10 (16.0.0 ships the module
@@ -59,15 +59,22 @@ def ensure_uwsgi(venv_bin):
 
 
 def placement_bin():
-    """``.venv-placement/bin`` with Placement and uWSGI (made on first
-    use)."""
+    """``.venv-placement/bin`` with Placement, its database drivers and
+    uWSGI (made on first use, completed when the list grows)."""
     stamp = os.path.join(PLACEMENT_VENV, '.installed')
-    if not os.path.exists(stamp):
-        subprocess.run([sys.executable, '-m', 'venv', PLACEMENT_VENV],
-                       check=True)
+    wanted = '\n'.join(PLACEMENT + [pinned(UWSGI)])
+    installed = None
+    if os.path.exists(stamp):
+        with open(stamp) as f:
+            installed = f.read()
+    if installed != wanted:
+        if not os.path.exists(os.path.join(PLACEMENT_VENV, 'bin', 'python')):
+            subprocess.run([sys.executable, '-m', 'venv', PLACEMENT_VENV],
+                           check=True)
         pip_install(os.path.join(PLACEMENT_VENV, 'bin', 'python'),
-                    PLACEMENT + [pinned(UWSGI)], constrained=False)
-        open(stamp, 'w').close()
+                    wanted.split('\n'), constrained=False)
+        with open(stamp, 'w') as f:
+            f.write(wanted)
     return os.path.join(PLACEMENT_VENV, 'bin')
 
 
