@@ -153,19 +153,27 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
         direct = direct.where(_p.c.root_provider_id == in_tree)
     if sharing_filters is None or sharing_trait is None:
         return [tuple(row) for row in conn.execute(direct)]
+    sharing = _pt.alias('sharing')
     shared = _p.alias('shared')
     own = _pa.alias('own')
     theirs = _pa.alias('theirs')
     member = _p.alias('member')
+    # From the few providers with the sharing trait and room, out to the
+    # trees they share with: MariaDB keeps this order (STRAIGHT_JOIN);
+    # left to itself it walked every aggregate membership first and
+    # probed the sharing providers from each (0.1 s at 1,000 trees).
     anchored = (sa.select(shared.c.id, member.c.root_provider_id)
-                .select_from(shared)
+                .prefix_with('STRAIGHT_JOIN', dialect='mysql')
+                .select_from(sharing)
+                .join(shared, shared.c.id == sharing.c.provider_id))
+    if class_id is not None:
+        anchored = _with_room(anchored, shared.c.id, class_id, amount)
+    anchored = (anchored
                 .join(own, own.c.provider_id == shared.c.id)
                 .join(theirs, theirs.c.aggregate_uuid == own.c.aggregate_uuid)
                 .join(member, member.c.id == theirs.c.provider_id)
-                .where(_anchored_at(member.c.root_provider_id, roots),
-                       _has_traits(shared.c.id, [sharing_trait])))
-    if class_id is not None:
-        anchored = _with_room(anchored, shared.c.id, class_id, amount)
+                .where(sharing.c.trait_id == sharing_trait,
+                       _anchored_at(member.c.root_provider_id, roots)))
     anchored = anchored.where(*trait_clauses(shared.c.id, sharing_filters),
                               *aggregate_clauses(shared.c.id,
                                                  sharing_filters))
