@@ -71,6 +71,7 @@ sys.path.insert(0, ROOT)
 
 from benchmarks import candidates_cloud as cloud  # noqa: E402
 from benchmarks import cpu  # noqa: E402
+from benchmarks import load  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from tests.functional import services  # noqa: E402
 
@@ -172,16 +173,15 @@ def measure(peer, path, seconds, calls, meter):
     spent = meter.spent(before, meter.snapshot())
     watch.stop()
     done = max(len(latencies), 1)
-    ordered = sorted(latencies[1:])
+    timed = latencies[1:]
 
     def percentile(fraction):
-        if not ordered:
+        if not timed:
             return None
-        index = min(len(ordered) - 1, int(fraction * len(ordered)))
-        return round(ordered[index] * 1000, 1)
+        return round(load.percentile(timed, fraction) * 1000, 1)
 
     return {'status': status, 'refused': message,
-            'requests': len(ordered),
+            'requests': len(timed),
             'candidates': len(body['allocation_requests']) if body else None,
             'summaries': len(body['provider_summaries']) if body else None,
             'p50_ms': percentile(0.5), 'p99_ms': percentile(0.99),

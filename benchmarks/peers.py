@@ -62,7 +62,8 @@ def placement_bin():
     """``.venv-placement/bin`` with Placement, its database drivers and
     uWSGI (made on first use, completed when the list grows)."""
     stamp = os.path.join(PLACEMENT_VENV, '.installed')
-    wanted = '\n'.join(PLACEMENT + [pinned(UWSGI)])
+    packages = PLACEMENT + [pinned(UWSGI)]
+    wanted = '\n'.join(packages)
     installed = None
     if os.path.exists(stamp):
         with open(stamp) as f:
@@ -72,7 +73,7 @@ def placement_bin():
             subprocess.run([sys.executable, '-m', 'venv', PLACEMENT_VENV],
                            check=True)
         pip_install(os.path.join(PLACEMENT_VENV, 'bin', 'python'),
-                    wanted.split('\n'), constrained=False)
+                    packages, constrained=False)
         with open(stamp, 'w') as f:
             f.write(wanted)
     return os.path.join(PLACEMENT_VENV, 'bin')
