@@ -23,6 +23,8 @@ def check(grace_seconds=0):
              db_books.over_capacity(conn)),
             ('usage counter differs from the allocations',
              db_books.usage_counters_off(conn)),
+            ('room left differs from capacity and usage, or is missing',
+             db_books.free_counters_off(conn)),
             ('allocation on a class the provider has no inventory of',
              db_books.allocations_without_inventory(conn)),
             ('consumer without allocations',

@@ -111,6 +111,12 @@ class BulkLoader(object):
                      reserved=0, min_unit=1, max_unit=total, step_size=1,
                      allocation_ratio=1.0, **{self.provider_key: p})
                 for p, rc, total in inventories])
+            if not self.placement:
+                # Every inventory has its counter row (free: all of it).
+                _insert(conn, schema.usages, [
+                    {'provider_id': p, 'resource_class_id':
+                     self.classes[rc], 'used': 0, 'free': total}
+                    for p, rc, total in inventories])
             if self.placement:
                 self._placement_facets(conn, rows, sharing)
             else:

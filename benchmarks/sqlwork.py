@@ -68,9 +68,13 @@ def preload(database, count, hosts):
             % hosts)
         # The usage counters the allocations would have moved.
         conn.exec_driver_sql(
-            "INSERT INTO usages (provider_id, resource_class_id, used) "
-            "SELECT provider_id, resource_class_id, SUM(used) "
-            "FROM allocations GROUP BY provider_id, resource_class_id")
+            "INSERT INTO usages (provider_id, resource_class_id, used, "
+            "free) SELECT provider_id, resource_class_id, SUM(used), "
+            "-SUM(used) FROM allocations "
+            "GROUP BY provider_id, resource_class_id "
+            "ON CONFLICT (provider_id, resource_class_id) DO UPDATE SET "
+            "used = usages.used + excluded.used, "
+            "free = usages.free - excluded.used")
     # Settled as a database that grew to this size would be: otherwise
     # autovacuum's first pass over the new rows runs during the figures
     # and every process on the machine pays for it; likewise the load's

@@ -9,6 +9,7 @@ from allocworker.conf import api
 from allocworker.conf import database
 from allocworker.conf import events
 from allocworker.conf import paths
+from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
 from allocworker.conf import worker
 
@@ -20,3 +21,4 @@ worker.register_opts(CONF)
 events.register_opts(CONF)
 upgrade_levels.register_opts(CONF)
 api.register_opts(CONF)
+scheduling.register_opts(CONF)

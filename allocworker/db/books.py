@@ -71,6 +71,23 @@ def usage_counters_off(conn):
             .where(_u.c.provider_id.is_(None))))
 
 
+def free_counters_off(conn):
+    """Inventories whose counter row is missing, or whose room left is
+    not the capacity rounded down minus what is used."""
+    room = (_i.c.total - _i.c.reserved) * _i.c.allocation_ratio - _u.c.used
+    return _rows(conn, sa.select(
+        _p.c.uuid.label('provider_uuid'), _rc.c.name.label('resource_class'),
+        _u.c.free, room.label('room'))
+        .select_from(_i)
+        .outerjoin(_u, sa.and_(_u.c.provider_id == _i.c.provider_id,
+                               _u.c.resource_class_id ==
+                               _i.c.resource_class_id))
+        .join(_p, _p.c.id == _i.c.provider_id)
+        .join(_rc, _rc.c.id == _i.c.resource_class_id)
+        .where(sa.or_(_u.c.provider_id.is_(None), _u.c.free > room,
+                      _u.c.free <= room - 1)))
+
+
 def allocations_without_inventory(conn):
     return _rows(conn, sa.select(
         _a.c.id.label('allocation_id'), _p.c.uuid.label('provider_uuid'),

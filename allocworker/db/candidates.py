@@ -8,6 +8,7 @@ each), ``forbidden_aggregates`` (aggregate uuids).
 """
 
 import collections
+import functools
 
 import sqlalchemy as sa
 
@@ -116,11 +117,12 @@ def node(conn, uuid):
     return Node(*row) if row else None
 
 
-def _anchored_at(column, roots):
-    """``roots`` is (lowest id, highest id) or a set of root ids."""
-    if isinstance(roots, tuple):
-        return column.between(*roots)
-    return column.in_(sorted(roots))
+def _anchored_at(column, ranged):
+    """The root in ``column`` is one of the bound roots: between ``low``
+    and ``high`` when ``ranged``, else in the list ``roots``."""
+    if ranged:
+        return column.between(sa.bindparam('low'), sa.bindparam('high'))
+    return column.in_(sa.bindparam('roots', expanding=True))
 
 
 def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
@@ -139,41 +141,100 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
     root id) is the tree the provider must be in. ``sharing_filters``
     apply to a sharing provider used through its aggregates.
     """
+    ranged = isinstance(roots, tuple)
+    sharing = sharing_filters is not None and sharing_trait is not None
+    # Few roots (a claim's window): from their trees out to the sharing
+    # providers; many: from the few sharing providers out to the trees.
+    from_trees = not ranged and len(roots) <= _FEW_ROOTS
+    query = _supplier_query(
+        ranged, class_id is not None, _hashable(filters),
+        _hashable(tree_filters), in_tree is not None,
+        _hashable(sharing_filters) if sharing else None, from_trees)
+    bound = {'class_id': class_id, 'amount': amount, 'in_tree': in_tree,
+             'sharing_trait': sharing_trait}
+    if ranged:
+        bound.update(low=roots[0], high=roots[1])
+    else:
+        bound['roots'] = sorted(roots)
+    return [tuple(row) for row in conn.execute(query, bound)]
+
+
+_FEW_ROOTS = 64
+
+
+def _hashable(filters):
+    if filters is None:
+        return None
+    return Filters(*(tuple(tuple(sorted(v))
+                           if isinstance(v, (list, set, frozenset, tuple))
+                           else v for v in field) for field in filters))
+
+
+@functools.lru_cache(maxsize=256)
+def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
+                    sharing_filters, from_trees):
+    """``suppliers``' statement for one shape of search, built once (its
+    values are bound at execution)."""
+    class_id = sa.bindparam('class_id', type_=sa.Integer)
+    amount = sa.bindparam('amount', type_=sa.BigInteger)
     direct = sa.select(_p.c.id, _p.c.root_provider_id.label('anchor'))
     direct = direct.select_from(_p).where(
-        _anchored_at(_p.c.root_provider_id, roots))
-    if class_id is not None:
+        _anchored_at(_p.c.root_provider_id, ranged))
+    if with_class:
         direct = _with_room(direct, _p.c.id, class_id, amount)
     direct = direct.where(*trait_clauses(_p.c.id, filters),
                           *aggregate_clauses(_p.c.id, filters))
     if tree_filters is not None:
         direct = direct.where(_either(_p.c.id, _p.c.root_provider_id,
                                       tree_filters))
-    if in_tree is not None:
-        direct = direct.where(_p.c.root_provider_id == in_tree)
-    if sharing_filters is None or sharing_trait is None:
-        return [tuple(row) for row in conn.execute(direct)]
+    if in_tree:
+        direct = direct.where(_p.c.root_provider_id ==
+                              sa.bindparam('in_tree'))
+    if sharing_filters is None:
+        return direct
     sharing = _pt.alias('sharing')
     shared = _p.alias('shared')
     own = _pa.alias('own')
     theirs = _pa.alias('theirs')
     member = _p.alias('member')
-    # From the few providers with the sharing trait and room, out to the
-    # trees they share with: MariaDB keeps this order (STRAIGHT_JOIN);
-    # left to itself it walked every aggregate membership first and
-    # probed the sharing providers from each (0.1 s at 1,000 trees).
-    anchored = (sa.select(shared.c.id, member.c.root_provider_id)
-                .prefix_with('STRAIGHT_JOIN', dialect='mysql')
-                .select_from(sharing)
-                .join(shared, shared.c.id == sharing.c.provider_id))
-    if class_id is not None:
-        anchored = _with_room(anchored, shared.c.id, class_id, amount)
-    anchored = (anchored
-                .join(own, own.c.provider_id == shared.c.id)
-                .join(theirs, theirs.c.aggregate_uuid == own.c.aggregate_uuid)
-                .join(member, member.c.id == theirs.c.provider_id)
-                .where(sharing.c.trait_id == sharing_trait,
-                       _anchored_at(member.c.root_provider_id, roots)))
+    if from_trees:
+        # The window's aggregates first, materialized: PostgreSQL otherwise
+        # starts from the sharing providers' inventory (estimated at one
+        # row) and walks every tree of their aggregates.
+        member = (sa.select(theirs.c.aggregate_uuid,
+                            _p.c.root_provider_id)
+                  .join(theirs, theirs.c.provider_id == _p.c.id)
+                  .where(_anchored_at(_p.c.root_provider_id, ranged))
+                  .cte('member').prefix_with('MATERIALIZED',
+                                             dialect='postgresql'))
+        anchored = (sa.select(shared.c.id, member.c.root_provider_id)
+                    .prefix_with('STRAIGHT_JOIN', dialect='mysql')
+                    .select_from(member)
+                    .join(own, own.c.aggregate_uuid == member.c.aggregate_uuid)
+                    .join(sharing, sharing.c.provider_id == own.c.provider_id)
+                    .join(shared, shared.c.id == sharing.c.provider_id))
+        if with_class:
+            anchored = _with_room(anchored, shared.c.id, class_id, amount)
+    else:
+        # From the few providers with the sharing trait and room, out to
+        # the trees they share with: MariaDB keeps this order
+        # (STRAIGHT_JOIN); left to itself it walked every aggregate
+        # membership first and probed the sharing providers from each
+        # (0.1 s at 1,000 trees).
+        anchored = (sa.select(shared.c.id, member.c.root_provider_id)
+                    .prefix_with('STRAIGHT_JOIN', dialect='mysql')
+                    .select_from(sharing)
+                    .join(shared, shared.c.id == sharing.c.provider_id))
+        if with_class:
+            anchored = _with_room(anchored, shared.c.id, class_id, amount)
+        anchored = (anchored
+                    .join(own, own.c.provider_id == shared.c.id)
+                    .join(theirs,
+                          theirs.c.aggregate_uuid == own.c.aggregate_uuid)
+                    .join(member, member.c.id == theirs.c.provider_id))
+    anchored = anchored.where(
+        sharing.c.trait_id == sa.bindparam('sharing_trait'),
+        _anchored_at(member.c.root_provider_id, ranged))
     anchored = anchored.where(*trait_clauses(shared.c.id, sharing_filters),
                               *aggregate_clauses(shared.c.id,
                                                  sharing_filters))
@@ -181,10 +242,10 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
         anchored = anchored.where(_either(shared.c.id,
                                           member.c.root_provider_id,
                                           tree_filters))
-    if in_tree is not None:
-        anchored = anchored.where(shared.c.root_provider_id == in_tree)
-    query = sa.union(direct, anchored)
-    return [tuple(row) for row in conn.execute(query)]
+    if in_tree:
+        anchored = anchored.where(shared.c.root_provider_id ==
+                                  sa.bindparam('in_tree'))
+    return sa.union(direct, anchored)
 
 
 def _either(provider, root, filters):
@@ -307,3 +368,43 @@ def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
                 .where(_inv.c.resource_class_id == class_id, _room(amount)))
         query = query.where(_p.c.id.in_(room.scalar_subquery()))
     return [row[0] for row in conn.execute(query)]
+
+
+Room = collections.namedtuple('Room', ['free', 'provider_id', 'root_id'])
+
+
+def roomiest(conn, class_id, amount, most_first, after=None, count=16):
+    """Up to ``count`` providers with room for ``amount`` of ``class_id``
+    (by the kept room left, ``usages.free``), as ``Room`` rows: the most
+    room first (``most_first``) or the least, ties by provider id, after
+    the ``(free, provider id)`` key ``after`` of an earlier page. Read
+    along the (class, free, provider) index: the cost is the page's, not
+    the cloud's."""
+    query = (sa.select(_u.c.free, _u.c.provider_id, _p.c.root_provider_id)
+             .join(_p, _p.c.id == _u.c.provider_id)
+             .where(_u.c.resource_class_id == class_id, _u.c.free >= amount))
+    if most_first:
+        query = query.order_by(_u.c.free.desc(), _u.c.provider_id.desc())
+    else:
+        query = query.order_by(_u.c.free, _u.c.provider_id)
+    if after is not None:
+        free, provider = after
+        if most_first:
+            query = query.where(_u.c.free <= free, sa.or_(
+                _u.c.free < free, _u.c.provider_id < provider))
+        else:
+            query = query.where(_u.c.free >= free, sa.or_(
+                _u.c.free > free, _u.c.provider_id > provider))
+    return [Room(*row) for row in conn.execute(query.limit(count))]
+
+
+def shared_class_ids(conn, sharing_trait, class_ids):
+    """Those of ``class_ids`` that a provider carrying ``sharing_trait``
+    has inventory of."""
+    if sharing_trait is None or not class_ids:
+        return set()
+    query = (sa.select(_inv.c.resource_class_id).distinct()
+             .join(_pt, _pt.c.provider_id == _inv.c.provider_id)
+             .where(_pt.c.trait_id == sharing_trait,
+                    _inv.c.resource_class_id.in_(sorted(class_ids))))
+    return {row[0] for row in conn.execute(query)}

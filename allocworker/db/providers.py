@@ -1,6 +1,7 @@
 """Queries on providers, their inventories and their usages."""
 
 import collections
+import math
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -208,6 +209,36 @@ def replace_inventories(conn, provider_id, by_class_id, forced=()):
             conn.execute(sa.insert(_inv).values(
                 provider_id=provider_id, resource_class_id=class_id,
                 created_at=now, **values))
+    _set_free(conn, provider_id, by_class_id, existing)
+
+
+def _set_free(conn, provider_id, by_class_id, existing):
+    """Give every inventory of the provider its counter row and set its
+    room left from the new capacity (rounded down, as ``capacity.fits``
+    compares whole units with it)."""
+    counted = {row[0] for row in conn.execute(
+        sa.select(_u.c.resource_class_id).where(_u.c.provider_id ==
+                                                provider_id))}
+    gone = [c for c in existing if c not in by_class_id and c in counted]
+    if gone:
+        # Only unused inventory can go, so these counters hold nothing.
+        conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id,
+                                         _u.c.resource_class_id.in_(gone)))
+    new = [{'provider_id': provider_id, 'resource_class_id': c, 'used': 0,
+            'free': 0} for c in sorted(by_class_id) if c not in counted]
+    if new:
+        conn.execute(sa.insert(_u), new)
+    if by_class_id:
+        conn.execute(_SET_FREE, [
+            {'p': provider_id, 'c': c,
+             'room': int(math.floor(capacity.capacity(inventory)))}
+            for c, inventory in sorted(by_class_id.items())])
+
+
+_SET_FREE = (sa.update(_u)
+             .where(_u.c.provider_id == sa.bindparam('p'),
+                    _u.c.resource_class_id == sa.bindparam('c'))
+             .values(free=sa.bindparam('room') - _u.c.used))
 
 
 CapacityState = collections.namedtuple(
@@ -247,7 +278,8 @@ def capacity_state(conn, provider_ids):
 def add_usage(conn, deltas):
     """Apply {(provider_id, class_id): delta} to the usage counters in one
     upsert: a missing counter row is created, an existing one moved."""
-    rows = [{'provider_id': p, 'resource_class_id': c, 'used': d}
+    rows = [{'provider_id': p, 'resource_class_id': c, 'used': d,
+             'free': -d}
             for (p, c), d in sorted(deltas.items()) if d]
     if not rows:
         return
@@ -266,13 +298,15 @@ def _usage_upsert(dialect):
     if dialect == 'mysql':
         statement = mysql_dml.insert(_u)
         return statement.on_duplicate_key_update(
-            used=_u.c.used + statement.inserted.used)
+            used=_u.c.used + statement.inserted.used,
+            free=_u.c.free - statement.inserted.used)
     insert = (postgresql_dml.insert if dialect == 'postgresql'
               else sqlite_dml.insert)
     statement = insert(_u)
     return statement.on_conflict_do_update(
         index_elements=[_u.c.provider_id, _u.c.resource_class_id],
-        set_={'used': _u.c.used + statement.excluded.used})
+        set_={'used': _u.c.used + statement.excluded.used,
+              'free': _u.c.free - statement.excluded.used})
 
 
 def usages(conn, provider_ids):

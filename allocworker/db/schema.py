@@ -164,7 +164,8 @@ idempotency_keys = sa.Table(
 
 # What is allocated per provider and class, kept by the transaction that
 # changes the allocations (it holds the provider's lock), so a capacity
-# check reads one row instead of summing every allocation.
+# check reads one row instead of summing every allocation. Every
+# inventory has its row (``used`` 0 until something is allocated).
 usages = sa.Table(
     'usages', metadata,
     sa.Column('provider_id', sa.Integer, sa.ForeignKey('providers.id'),
@@ -172,6 +173,12 @@ usages = sa.Table(
     sa.Column('resource_class_id', sa.Integer,
               sa.ForeignKey('resource_classes.id'), primary_key=True),
     sa.Column('used', sa.BigInteger, nullable=False),
+    # The room left: the inventory's capacity rounded down, minus used.
+    # Kept by the same statements as ``used``, and by inventory writes;
+    # indexed so that a claim reads the roots with the most (or least)
+    # room first without reading the cloud (scheduling/windows.py).
+    sa.Column('free', sa.BigInteger, nullable=False, server_default='0'),
+    sa.Index(None, 'resource_class_id', 'free', 'provider_id'),
     **_mysql)
 
 # Qualitative facts about providers (os-traits names and CUSTOM_ ones), and

@@ -82,11 +82,13 @@ retired AS (
          AS e(uuid, generation)
     ON CONFLICT (kind, uuid) DO UPDATE SET generation = excluded.generation),
 counted AS (
-    INSERT INTO usages (provider_id, resource_class_id, used)
-    SELECT * FROM unnest(%(c_provider)s::int[], %(c_class)s::int[],
-                         %(c_delta)s::bigint[])
+    INSERT INTO usages (provider_id, resource_class_id, used, free)
+    SELECT c.provider_id, c.class_id, c.delta, -c.delta
+    FROM unnest(%(c_provider)s::int[], %(c_class)s::int[],
+                %(c_delta)s::bigint[]) AS c(provider_id, class_id, delta)
     ON CONFLICT (provider_id, resource_class_id)
-    DO UPDATE SET used = usages.used + excluded.used),
+    DO UPDATE SET used = usages.used + excluded.used,
+                  free = usages.free - excluded.used),
 released AS (
     UPDATE events SET held_until = NULL
     WHERE consumer_uuid = ANY(%(n_uuid)s::text[])

@@ -53,6 +53,7 @@ from allocworker.db import candidates as db_candidates
 from allocworker.db import resource_classes as db_classes
 from allocworker.db import traits as db_traits
 from allocworker.scheduling import combine
+from allocworker.scheduling import windows
 
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 FIRST_SLICE = 250
@@ -86,7 +87,37 @@ def find(request, limit=None, randomize=False, conn=None, nested=True):
     return _find(conn, request, limit, randomize, nested)
 
 
-def _find(conn, request, limit, randomize, nested):
+def windowed(conn, request, strategy, size):
+    """``Found`` for each window of roots in ``strategy``'s order
+    (``windows.py``), lazily, read in ``conn``: what a claim weighs
+    before it widens to the next window."""
+    prepared = _prepare(conn, request, nested=True)
+    if prepared is None:
+        return
+    amounts = windows.anchoring_amounts(conn, request, prepared.class_ids,
+                                        prepared.sharing)
+    seen = set()
+    for window in windows.windows(conn, amounts, strategy, size):
+        if window is None:
+            yield _found(conn, prepared, seen, None, False, True)
+            return
+        if prepared.allowed is not None:
+            window &= prepared.allowed
+        chunk = db_candidates.roots(conn, only=window,
+                                    required=prepared.root_required,
+                                    forbidden=prepared.root_forbidden)
+        if chunk:
+            found = prepared.search.slice(chunk, seen, None)
+            yield Found(found, _summaries(conn, found, True))
+
+
+_Prepared = collections.namedtuple('_Prepared', [
+    'search', 'class_ids', 'sharing', 'allowed', 'root_required',
+    'root_forbidden', 'filtered'])
+
+
+def _prepare(conn, request, nested):
+    """How to search for ``request``; None when nothing can meet it."""
     trait_ids = _trait_ids(conn, request)
     class_ids = _class_ids(conn, request)
     sharing = db_traits.ids_by_name(conn, [SHARING_TRAIT]).get(SHARING_TRAIT)
@@ -94,7 +125,7 @@ def _find(conn, request, limit, randomize, nested):
     for group in request.groups:
         plan = _plan(conn, group, class_ids, trait_ids)
         if plan is None:
-            return Found([], {})
+            return None
         plans.append(plan)
         if plan.in_tree is not None:
             anchors = {plan.in_tree}
@@ -107,11 +138,27 @@ def _find(conn, request, limit, randomize, nested):
     # Root filters leave gaps between a slice's roots.
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)
-    found, seen = [], set()
-    for chunk in _slices(conn, request, trait_ids, allowed, randomize):
-        found.extend(search.slice(
+    return _Prepared(search, class_ids, sharing, allowed,
+                     [trait_ids[t] for t in request.root_required],
+                     [trait_ids[t] for t in request.root_forbidden],
+                     filtered)
+
+
+def _find(conn, request, limit, randomize, nested):
+    prepared = _prepare(conn, request, nested)
+    if prepared is None:
+        return Found([], {})
+    return _found(conn, prepared, set(), limit, randomize, nested)
+
+
+def _found(conn, prepared, seen, limit, randomize, nested):
+    """Every candidate (up to ``limit``) over the whole cloud, a slice of
+    roots at a time."""
+    found = []
+    for chunk in _slices(conn, prepared, randomize):
+        found.extend(prepared.search.slice(
             chunk, seen, None if limit is None else limit - len(found),
-            ranged=not filtered or db_candidates.count_roots(
+            ranged=not prepared.filtered or db_candidates.count_roots(
                 conn, chunk[0], chunk[-1]) <= 2 * len(chunk)))
         if limit is not None and len(found) >= limit:
             break
@@ -208,11 +255,9 @@ def _plan(conn, group, class_ids, trait_ids):
     return _Plan(group, classes, own, tree, shared, in_tree)
 
 
-def _slices(conn, request, trait_ids, allowed, randomize):
+def _slices(conn, prepared, randomize):
     """Sets of root ids, a slice at a time, in id order (from a random
     root on, wrapping round, when randomising)."""
-    required = [trait_ids[t] for t in request.root_required]
-    forbidden = [trait_ids[t] for t in request.root_forbidden]
     passes = [(None, None)]
     if randomize:
         bounds = db_candidates.root_id_range(conn)
@@ -222,8 +267,10 @@ def _slices(conn, request, trait_ids, allowed, randomize):
     size = FIRST_SLICE
     for after, before in passes:
         while True:
-            chunk = db_candidates.roots(conn, after, size, before, required,
-                                        forbidden, allowed)
+            chunk = db_candidates.roots(conn, after, size, before,
+                                        prepared.root_required,
+                                        prepared.root_forbidden,
+                                        prepared.allowed)
             if not chunk:
                 break
             yield chunk

@@ -163,38 +163,30 @@ def _transaction(context, claims):
 
 def _place(conn, context, claim, existing):
     """(answer, notification payloads) of the first candidate that fits,
-    or the claim's Fault."""
+    or the claim's Fault: the candidates of one window of roots at a
+    time, the next window only when nothing in this one fitted."""
     request = claim.request
-    answered, candidates = _search(conn, context, claim, existing)
+    answered, windows = _search(conn, context, claim, existing)
     if isinstance(answered, codes.Fault):
         return answered
     if answered is not None:
         return answered, []
-    found = len(candidates)
-    candidates = [c for c in candidates
-                  if c['root_uuid'] not in claim.exclude_roots]
-    excluded = found - len(candidates)
-    ids = db_providers.ids_by_uuid(
-        conn, {u for c in candidates for u in c['allocations']})
-    keeping, bending, blocking = _keeping_policies(conn, request,
-                                                   candidates, ids)
-    if blocking is not None and not keeping and not bending:
+    found = excluded = 0
+    faults, blocking = [], None
+    for candidates in windows:
+        if isinstance(candidates, codes.Fault):
+            return candidates
+        found += len(candidates)
+        kept = [c for c in candidates
+                if c['root_uuid'] not in claim.exclude_roots]
+        excluded += len(candidates) - len(kept)
+        outcome, refused, blocked = _place_in(conn, context, claim, kept)
+        if outcome is not None:
+            return outcome
+        faults.extend(refused)
+        blocking = blocking or blocked
+    if blocking is not None and not faults:
         return _ruled_out(request, blocking, found - excluded)
-    # A soft policy never refuses, but is kept whenever a candidate can.
-    ordered = [c for part in (keeping, bending) for c in choosing.ordered(
-        part, claim.strategy, request.consumer_uuid)]
-    faults, waiting = [], []
-    for wait, tries in ((False, ordered), (True, waiting)):
-        for candidate in tries:
-            outcome = _try(conn, context, request, candidate, ids, wait)
-            if outcome is None:
-                waiting.append(candidate)
-            elif not isinstance(outcome, codes.Fault):
-                return _placed(conn, request, candidate, *outcome)
-            elif outcome.code in PASS_OVER:
-                faults.append(outcome)
-            else:
-                return outcome
     if faults and all(f.code == codes.GROUP_POLICY_VIOLATION
                       for f in faults):
         return faults[-1]
@@ -205,17 +197,45 @@ def _place(conn, context, claim, existing):
         % (request.index, found, excluded, len(faults)))
 
 
+def _place_in(conn, context, claim, candidates):
+    """Try one window's candidates: (the answer and payloads, or a Fault
+    that ends the claim, or None; the faults of the candidates passed
+    over; the hard group that ruled out a candidate, if any)."""
+    request = claim.request
+    ids = db_providers.ids_by_uuid(
+        conn, {u for c in candidates for u in c['allocations']})
+    keeping, bending, blocking = _keeping_policies(conn, request,
+                                                   candidates, ids)
+    # A soft policy never refuses, but is kept whenever a candidate can.
+    ordered = [c for part in (keeping, bending) for c in choosing.ordered(
+        part, claim.strategy, request.consumer_uuid)]
+    faults, waiting = [], []
+    for wait, tries in ((False, ordered), (True, waiting)):
+        for candidate in tries:
+            outcome = _try(conn, context, request, candidate, ids, wait)
+            if outcome is None:
+                waiting.append(candidate)
+            elif not isinstance(outcome, codes.Fault):
+                return _placed(conn, request, candidate, *outcome), (), None
+            elif outcome.code in PASS_OVER:
+                faults.append(outcome)
+            else:
+                return outcome, (), None
+    return None, faults, blocking
+
+
 def _search(conn, context, claim, existing):
     """(Fault, None) when allocate's rules refuse the consumer, (answer,
-    None) for a repeat of an answered idempotency key, else (None,
-    candidates) found as if the consumer's allocations were released."""
+    None) for a repeat of an answered idempotency key, else (None, the
+    windows of candidates), each window searched as if the consumer's
+    allocations were released."""
     request = claim.request
     if request.consumer_uuid not in existing and not any((
             request.generation is not None, request.idempotency_key,
             request.group_uuid)):
         # A new consumer, as its item says, with nothing to release or
         # replay and no group to find: nothing for the release to judge.
-        return _found(conn, claim)
+        return None, _windows(conn, context, claim, release=False)
     savepoint = conn.begin_nested()
     try:
         released, _changes = writes.write_in(conn, context, [claim.request],
@@ -223,23 +243,37 @@ def _search(conn, context, claim, existing):
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[claim.request.index], None
+    savepoint.rollback()
     answer = released[claim.request.index]
     if 'root_uuid' in answer:
         # Replayed: claims remember where they placed (see _placed).
-        savepoint.rollback()
         return answer, None
-    found = _found(conn, claim)
-    savepoint.rollback()
-    return found
+    return None, _windows(conn, context, claim, release=True)
 
 
-def _found(conn, claim):
-    try:
-        return None, lookup.find(conn, claim.wanted)
-    except codes.Fault as fault:
-        # An unknown class or trait: the item's 400.
-        return codes.Fault(fault.code, 'items[%d].request: %s'
-                           % (claim.request.index, fault.detail)), None
+def _windows(conn, context, claim, release):
+    """The candidates of each window in turn, each read with the
+    consumer's own allocations released (a resize may land where it is)
+    in a savepoint rolled back before any is tried; a Fault for an
+    unknown class or trait."""
+    source = lookup.windows(conn, claim.wanted, claim.strategy)
+    while True:
+        savepoint = conn.begin_nested() if release else None
+        try:
+            if release:
+                writes.write_in(conn, context, [claim.request], NEW_TYPE)
+            window = next(source, None)
+        except codes.Fault as fault:
+            window = codes.Fault(fault.code, 'items[%d].request: %s'
+                                 % (claim.request.index, fault.detail))
+        finally:
+            if savepoint is not None:
+                savepoint.rollback()
+        if window is None:
+            return
+        yield window
+        if isinstance(window, codes.Fault):
+            return
 
 
 def _keeping_policies(conn, request, candidates, ids):

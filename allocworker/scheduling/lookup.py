@@ -7,6 +7,7 @@ as the RPC contract spells it, and its candidates in the contract's shape
 """
 
 from allocworker import codes
+from allocworker.conf import CONF
 from allocworker import policy
 from allocworker.db import api as db
 from allocworker.scheduling import candidates as scheduling_candidates
@@ -40,7 +41,18 @@ def find(conn, wanted, limit=None):
     """The candidates of ``wanted`` read in ``conn``, each in the
     contract's shape; its summaries name the providers it allocates
     from."""
-    found = scheduling_candidates.find(wanted, limit, conn=conn)
+    return _shaped(scheduling_candidates.find(wanted, limit, conn=conn))
+
+
+def windows(conn, wanted, strategy):
+    """The candidates of ``wanted``, as ``find``'s, a window of roots at a
+    time in ``strategy``'s order (``scheduling/windows.py``), lazily."""
+    for found in scheduling_candidates.windowed(
+            conn, wanted, strategy, CONF.scheduling.window_size):
+        yield _shaped(found)
+
+
+def _shaped(found):
     return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
              'mappings': c.mappings,
              'providers': {uuid: _summary(found.providers[uuid])

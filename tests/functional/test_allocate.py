@@ -311,11 +311,13 @@ def test_audit_catches_a_usage_counter_that_drifted(rpc, ids, database,
     host, _ = provider(rpc, {'VCPU': {'total': 10}})
     allocate(rpc, ids.consumer, {host: {'VCPU': 3}})
     engine = sa.create_engine(database)
-    drift = ('UPDATE usages SET used = used + %d WHERE provider_id = '
-             '(SELECT id FROM providers WHERE uuid = \'{}\')'.format(host))
+    # The room left moves with the counter, as a write would move it.
+    drift = ('UPDATE usages SET used = used + %d, free = free - %d WHERE '
+             'provider_id = (SELECT id FROM providers WHERE uuid = \'{}\')'
+             .format(host))
     try:
         with engine.begin() as conn:
-            conn.exec_driver_sql(drift % 7)
+            conn.exec_driver_sql(drift % (7, 7))
         broken = services.manage('%s/sync.conf' % scratch, 'audit',
                                  '--format', 'json', check=False)
         assert broken.returncode == 1
@@ -327,6 +329,33 @@ def test_audit_catches_a_usage_counter_that_drifted(rpc, ids, database,
             'allocated': 3}]
     finally:
         with engine.begin() as conn:
-            conn.exec_driver_sql(drift % -7)
+            conn.exec_driver_sql(drift % (-7, -7))
+        engine.dispose()
+    assert services.manage('%s/sync.conf' % scratch, 'audit').returncode == 0
+
+
+def test_audit_catches_room_left_that_drifted(rpc, ids, database, scratch):
+    import json
+    import sqlalchemy as sa
+    from tests.functional import services
+    host, _ = provider(rpc, {'VCPU': {'total': 10, 'allocation_ratio': 1.5}})
+    allocate(rpc, ids.consumer, {host: {'VCPU': 3}})
+    engine = sa.create_engine(database)
+    drift = ('UPDATE usages SET free = free + %d WHERE provider_id = '
+             '(SELECT id FROM providers WHERE uuid = \'{}\')'.format(host))
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(drift % 1)
+        broken = services.manage('%s/sync.conf' % scratch, 'audit',
+                                 '--format', 'json', check=False)
+        assert broken.returncode == 1
+        breaches = json.loads(broken.stdout)['breaches']
+        assert [b['invariant'] for b in breaches] == [
+            'room left differs from capacity and usage, or is missing']
+        assert breaches[0]['rows'][0]['free'] == 13
+        assert breaches[0]['rows'][0]['room'] == 12
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(drift % -1)
         engine.dispose()
     assert services.manage('%s/sync.conf' % scratch, 'audit').returncode == 0
