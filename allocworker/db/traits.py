@@ -19,6 +19,22 @@ def ids_by_name(conn, names):
     return dict(rows.all())
 
 
+_standard = {}
+
+
+def standard_id(conn, name):
+    """The id of the standard trait ``name`` (None if it is missing),
+    remembered per database once found: standard traits are made by
+    ``db sync`` and cannot be deleted."""
+    key = (str(conn.engine.url), name)
+    if key not in _standard:
+        found = ids_by_name(conn, [name]).get(name)
+        if found is None:
+            return None
+        _standard[key] = found
+    return _standard[key]
+
+
 def names(conn, starts_with=None, in_names=None, associated=None):
     """Trait names in name order, optionally filtered: by prefix, by a set
     of names, or by whether any provider carries them."""

@@ -61,7 +61,11 @@ LARGEST_SLICE = 2000
 
 Candidate = collections.namedtuple('Candidate', ['root_uuid', 'allocations',
                                                  'mappings'])
-Found = collections.namedtuple('Found', ['candidates', 'providers'])
+# Given by ``windowed`` only: ``ids`` {provider uuid: id}, ``tree_free``
+# {root uuid: {class: room left in the tree}}.
+Found = collections.namedtuple('Found', ['candidates', 'providers', 'ids',
+                                         'tree_free'],
+                               defaults=(None, None))
 Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
                                              'root_uuid', 'resources',
                                              'traits'])
@@ -91,7 +95,7 @@ def windowed(conn, request, strategy, size):
     """``Found`` for each window of roots in ``strategy``'s order
     (``windows.py``), lazily, read in ``conn``: what a claim weighs
     before it widens to the next window."""
-    prepared = _prepare(conn, request, nested=True)
+    prepared = _prepare(conn, request, nested=True, distinct=True)
     if prepared is None:
         return
     amounts = windows.anchoring_amounts(conn, request, prepared.class_ids,
@@ -99,16 +103,19 @@ def windowed(conn, request, strategy, size):
     seen = set()
     for window in windows.windows(conn, amounts, strategy, size):
         if window is None:
-            yield _found(conn, prepared, seen, None, False, True)
+            yield _weighed(conn, _every(conn, prepared, seen, None))
             return
-        if prepared.allowed is not None:
-            window &= prepared.allowed
-        chunk = db_candidates.roots(conn, only=window,
-                                    required=prepared.root_required,
-                                    forbidden=prepared.root_forbidden)
+        if prepared.filtered:
+            chunk = db_candidates.roots(
+                conn, only=window if prepared.allowed is None
+                else window & prepared.allowed,
+                required=prepared.root_required,
+                forbidden=prepared.root_forbidden)
+        else:
+            chunk = sorted(window)
         if chunk:
             found = prepared.search.slice(chunk, seen, None)
-            yield Found(found, _summaries(conn, found, True))
+            yield _weighed(conn, found, prepared.search.nodes)
 
 
 _Prepared = collections.namedtuple('_Prepared', [
@@ -116,11 +123,11 @@ _Prepared = collections.namedtuple('_Prepared', [
     'root_forbidden', 'filtered'])
 
 
-def _prepare(conn, request, nested):
+def _prepare(conn, request, nested, distinct=False):
     """How to search for ``request``; None when nothing can meet it."""
     trait_ids = _trait_ids(conn, request)
     class_ids = _class_ids(conn, request)
-    sharing = db_traits.ids_by_name(conn, [SHARING_TRAIT]).get(SHARING_TRAIT)
+    sharing = db_traits.standard_id(conn, SHARING_TRAIT)
     plans, allowed = [], None
     for group in request.groups:
         plan = _plan(conn, group, class_ids, trait_ids)
@@ -134,7 +141,7 @@ def _prepare(conn, request, nested):
                                                          sharing)
             allowed = anchors if allowed is None else allowed & anchors
     search = combine.Search(conn, request, plans, sharing, nested,
-                            Candidate)
+                            Candidate, distinct)
     # Root filters leave gaps between a slice's roots.
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)
@@ -152,6 +159,13 @@ def _find(conn, request, limit, randomize, nested):
 
 
 def _found(conn, prepared, seen, limit, randomize, nested):
+    found = _every(conn, prepared, seen, limit, randomize)
+    if randomize:
+        random.shuffle(found)
+    return Found(found, _summaries(conn, found, nested))
+
+
+def _every(conn, prepared, seen, limit, randomize=False):
     """Every candidate (up to ``limit``) over the whole cloud, a slice of
     roots at a time."""
     found = []
@@ -162,14 +176,48 @@ def _found(conn, prepared, seen, limit, randomize, nested):
                 conn, chunk[0], chunk[-1]) <= 2 * len(chunk)))
         if limit is not None and len(found) >= limit:
             break
-    if randomize:
-        random.shuffle(found)
-    return Found(found, _summaries(conn, found, nested))
+    return found
 
 
-def _summaries(conn, found, nested):
+def _weighed(conn, found, nodes=None):
+    """``Found`` for a claim: the summaries of the providers the
+    candidates use (capacity and usage; no traits), their ids, and the
+    room left in each candidate's tree per class (what ``spread`` and
+    ``pack`` weigh: a host's room, not one of its devices'). ``nodes``:
+    the search's own read of those trees and providers, when it has one
+    (a window's)."""
+    used = {u for c in found for u in c.allocations}
+    if not used:
+        return Found(found, {}, {}, {})
+    root_uuids = {c.root_uuid for c in found}
+    if not nodes:
+        nodes = {n.id: n for n in db_candidates.nodes_by_uuid(
+            conn, used | root_uuids)}
+        nodes.update(db_candidates.nodes(conn, {
+            pid for pid, n in nodes.items() if n.uuid in root_uuids}))
+    roots = {pid for pid, n in nodes.items() if n.uuid in root_uuids}
+    inventories = db_candidates.inventories(conn, set(nodes))
+    summaries, tree_free = {}, collections.defaultdict(
+        collections.Counter)
+    for pid, node in nodes.items():
+        resources = {name: {'capacity': int(capacity.capacity(inventory)),
+                            'used': used_}
+                     for name, (inventory, used_) in inventories[pid].items()}
+        if node.root_id in roots:
+            for name, r in resources.items():
+                tree_free[nodes[node.root_id].uuid][name] += (
+                    r['capacity'] - r['used'])
+        if node.uuid in used:
+            summaries[node.uuid] = Summary(node.uuid, None, None, resources,
+                                           [])
+    return Found(found, summaries, {n.uuid: pid for pid, n in nodes.items()},
+                 tree_free)
+
+
+def _summaries(conn, found, nested, traits=True):
     """Every provider of the trees the candidates allocate from (only
-    the providers used, when not ``nested``)."""
+    the providers used, when not ``nested``); without their traits
+    unless ``traits``."""
     used = {u for c in found for u in c.allocations}
     if not used:
         return {}
@@ -186,13 +234,13 @@ def _summaries(conn, found, nested):
     uuids.update({n.id: n.uuid for n in db_candidates.nodes(
         conn, (), missing).values()})
     inventories = db_candidates.inventories(conn, set(nodes))
-    traits = db_candidates.traits(conn, set(nodes))
+    traits = db_candidates.traits(conn, set(nodes)) if traits else {}
     return {node.uuid: Summary(
         node.uuid, uuids.get(node.parent_id), uuids[node.root_id],
         {name: {'capacity': int(capacity.capacity(inventory)),
                 'used': used_}
          for name, (inventory, used_) in inventories[pid].items()},
-        list(traits[pid])) for pid, node in nodes.items()}
+        list(traits.get(pid, ()))) for pid, node in nodes.items()}
 
 
 def _trait_ids(conn, request):

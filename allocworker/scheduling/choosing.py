@@ -28,14 +28,21 @@ SCORE_STEP = 0.01
 
 
 def free_capacity(candidate):
-    """{class: free units} on the providers the candidate takes each
-    requested class from, before it is placed."""
+    """{class: free units} the candidate weighs with, before it is
+    placed: for a class its tree holds, the room left in the whole tree
+    (``tree_free``, when the candidate carries it: a host half used on
+    one NUMA node is less free than an empty host); otherwise on the
+    providers it takes the class from (a sharing provider's room)."""
     free = collections.Counter()
+    tree = candidate.get('tree_free', {})
     for provider, resources in candidate['allocations'].items():
         summary = candidate['providers'][provider]
         for name in resources:
-            free[name] += (summary['capacity'].get(name, 0) -
-                           summary['used'].get(name, 0))
+            if name in tree:
+                free[name] = tree[name]
+            else:
+                free[name] += (summary['capacity'].get(name, 0) -
+                               summary['used'].get(name, 0))
     return free
 
 

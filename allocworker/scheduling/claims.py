@@ -44,6 +44,7 @@ from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
+from allocworker.scheduling import reuse
 
 OWN_FIELDS = ('request', 'strategy', 'exclude_roots')
 ITEM_FIELDS = tuple(f for f in writes.ITEM_FIELDS
@@ -122,11 +123,12 @@ def claim(context, items, atomic=False):
     changes = []
     if atomic:
         refusal = writes.refused([_request_of(c) for c in claims])
-        results = refusal or _guarded(context, claims, changes)
+        results = refusal or _guarded(context, claims, changes,
+                                      reuse.Searches())
     else:
-        results = {}
+        results, searches = {}, reuse.Searches()
         for c in claims:
-            results.update(_guarded(context, [c], changes)
+            results.update(_guarded(context, [c], changes, searches)
                            if isinstance(c, Claim) else {})
         results = [results.get(i, c) for i, c in enumerate(claims)]
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
@@ -137,20 +139,20 @@ def _request_of(claim_or_fault):
     return getattr(claim_or_fault, 'request', claim_or_fault)
 
 
-def _guarded(context, claims, changes):
+def _guarded(context, claims, changes, searches):
     """Place ``claims`` in one transaction; {index: item | Fault}."""
     return writes.guarded(_transaction, 'claim', context,
                           [c.request for c in claims], changes,
-                          context, claims)
+                          context, claims, searches)
 
 
-def _transaction(context, claims):
+def _transaction(context, claims, searches):
     with db.writer() as conn:
         existing = db_allocations.lock_consumers(
             conn, [c.request.consumer_uuid for c in claims])
         results, changes, faults = {}, [], {}
         for c in claims:
-            placed = _place(conn, context, c, existing)
+            placed = _place(conn, context, c, existing, searches)
             if isinstance(placed, codes.Fault):
                 faults[c.request.index] = placed
             else:
@@ -161,11 +163,23 @@ def _transaction(context, claims):
         return results, changes
 
 
-def _place(conn, context, claim, existing):
+def _place(conn, context, claim, existing, searches):
     """(answer, notification payloads) of the first candidate that fits,
-    or the claim's Fault: the candidates of one window of roots at a
-    time, the next window only when nothing in this one fitted."""
+    or the claim's Fault: the candidates of the window an earlier item
+    of the call asking the same placed from (``reuse``), then of one
+    window of roots at a time, the next only when nothing in this one
+    fitted."""
     request = claim.request
+    new = _is_new(claim, existing)
+    kept = searches.window(claim) if new else None
+    if kept is not None:
+        outcome, _refused, _blocked = _place_in(
+            conn, context, claim, _not_excluded(claim, kept[0]), kept[1])
+        if isinstance(outcome, codes.Fault):
+            return outcome
+        if outcome is not None:
+            searches.placed(claim, outcome[0])
+            return outcome
     answered, windows = _search(conn, context, claim, existing)
     if isinstance(answered, codes.Fault):
         return answered
@@ -173,15 +187,18 @@ def _place(conn, context, claim, existing):
         return answered, []
     found = excluded = 0
     faults, blocking = [], None
-    for candidates in windows:
-        if isinstance(candidates, codes.Fault):
-            return candidates
+    for window in windows:
+        if isinstance(window, codes.Fault):
+            return window
+        candidates, ids = window
         found += len(candidates)
-        kept = [c for c in candidates
-                if c['root_uuid'] not in claim.exclude_roots]
+        kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked = _place_in(conn, context, claim, kept)
+        outcome, refused, blocked = _place_in(conn, context, claim, kept,
+                                              ids)
         if outcome is not None:
+            if new and not isinstance(outcome, codes.Fault):
+                searches.keep(claim, window, outcome[0])
             return outcome
         faults.extend(refused)
         blocking = blocking or blocked
@@ -197,13 +214,12 @@ def _place(conn, context, claim, existing):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates):
-    """Try one window's candidates: (the answer and payloads, or a Fault
-    that ends the claim, or None; the faults of the candidates passed
-    over; the hard group that ruled out a candidate, if any)."""
+def _place_in(conn, context, claim, candidates, ids):
+    """Try one window's candidates (``ids`` {provider uuid: id}): (the
+    answer and payloads, or a Fault that ends the claim, or None; the
+    faults of the candidates passed over; the hard group that ruled out
+    a candidate, if any)."""
     request = claim.request
-    ids = db_providers.ids_by_uuid(
-        conn, {u for c in candidates for u in c['allocations']})
     keeping, bending, blocking = _keeping_policies(conn, request,
                                                    candidates, ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
@@ -229,12 +245,7 @@ def _search(conn, context, claim, existing):
     None) for a repeat of an answered idempotency key, else (None, the
     windows of candidates), each window searched as if the consumer's
     allocations were released."""
-    request = claim.request
-    if request.consumer_uuid not in existing and not any((
-            request.generation is not None, request.idempotency_key,
-            request.group_uuid)):
-        # A new consumer, as its item says, with nothing to release or
-        # replay and no group to find: nothing for the release to judge.
+    if _is_new(claim, existing):
         return None, _windows(conn, context, claim, release=False)
     savepoint = conn.begin_nested()
     try:
@@ -249,6 +260,20 @@ def _search(conn, context, claim, existing):
         # Replayed: claims remember where they placed (see _placed).
         return answer, None
     return None, _windows(conn, context, claim, release=True)
+
+
+def _is_new(claim, existing):
+    """A new consumer, as its item says, with nothing to release or
+    replay and no group to find: nothing for a release to judge."""
+    request = claim.request
+    return request.consumer_uuid not in existing and not any((
+        request.generation is not None, request.idempotency_key,
+        request.group_uuid))
+
+
+def _not_excluded(claim, candidates):
+    return [c for c in candidates
+            if c['root_uuid'] not in claim.exclude_roots]
 
 
 def _windows(conn, context, claim, release):

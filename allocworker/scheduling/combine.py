@@ -15,8 +15,15 @@ Option = collections.namedtuple('Option', ['providers', 'rows'])
 
 
 class Search(object):
+    """``distinct``: one candidate per distinct set of allocations (what
+    a claim writes), not per way of mapping groups onto them: of
+    interchangeable groups (the same ask, filters and same_subtree
+    sets), a later one never takes a provider listed before the one an
+    earlier one took, so eight identical isolated groups over eight
+    devices make one candidate per host instead of 8! of them."""
+
     def __init__(self, conn, request, plans, sharing_trait, nested,
-                 make_candidate):
+                 make_candidate, distinct=False):
         self.conn = conn
         self.request = request
         self.plans = plans
@@ -29,6 +36,11 @@ class Search(object):
         self.trait_check = any(
             not p.group.single_provider and
             (p.group.required or p.group.any_traits) for p in plans)
+        self.isolated = [request.group_policy == 'isolate' and
+                         p.group.single_provider for p in plans]
+        self.twin = [_earlier_twin(request, plans, i) if distinct else None
+                     for i in range(len(plans))]
+        self.nodes = {}
 
     def slice(self, chunk, seen, want, ranged=False):
         """Up to ``want`` new candidates (not in ``seen``, which grows)
@@ -38,6 +50,7 @@ class Search(object):
         rows of those others are dropped here)."""
         members = set(chunk)
         roots = (chunk[0], chunk[-1]) if ranged else members
+        self.nodes = {}
         found = []
         for plan in self.plans:
             found.append(self._group_rows(plan, roots, members))
@@ -49,6 +62,9 @@ class Search(object):
         involved = {p for f in found for a in anchors
                     for p in _providers(f[a])}
         nodes = db_candidates.nodes(self.conn, anchors, involved)
+        # Every provider of the slice's trees and those its candidates
+        # use: what a claim weighs them with (candidates._weighed).
+        self.nodes = nodes
         if self.request.same_subtree:
             missing = {nodes[p].root_id for p in involved} - set(anchors)
             nodes.update(db_candidates.nodes(self.conn, missing))
@@ -60,7 +76,7 @@ class Search(object):
         for anchor in sorted(anchors):
             options = [self._options(plan, rows[anchor], traits)
                        for plan, rows in zip(self.plans, found)]
-            for combo in itertools.product(*options):
+            for combo in self._combinations(options):
                 candidate = self._judge(anchor, combo, nodes, inventories)
                 if candidate is None:
                     continue
@@ -116,14 +132,37 @@ class Search(object):
                 [(p, n, group.resources[n]) for p, n in zip(choice, names)]))
         return options
 
+    def _combinations(self, options):
+        """An Option per group, in the order of ``itertools.product``,
+        lazily, without the combinations ``isolate`` rules out (a
+        numbered group never takes a provider another numbered group
+        took), nor, when ``distinct``, those that only swap
+        interchangeable groups: a claim of eight isolated groups on a
+        host of eight devices walks one path, not 8^8."""
+        chosen, at, taken = [None] * len(options), [0] * len(options), set()
+
+        def walk(i):
+            if i == len(options):
+                yield tuple(chosen)
+                return
+            twin = self.twin[i]
+            for k in range(at[twin] if twin is not None else 0,
+                           len(options[i])):
+                option = options[i][k]
+                if self.isolated[i]:
+                    if option.providers[0] in taken:
+                        continue
+                    taken.add(option.providers[0])
+                chosen[i], at[i] = option, k
+                yield from walk(i + 1)
+                if self.isolated[i]:
+                    taken.discard(option.providers[0])
+
+        return walk(0)
+
     def _judge(self, anchor, combo, nodes, inventories):
         """The candidate ``combo`` (an Option per group) makes, or None
         when a request-wide rule rules it out."""
-        if self.request.group_policy == 'isolate':
-            single = [o.providers[0] for o, plan in zip(combo, self.plans)
-                      if plan.group.single_provider]
-            if len(set(single)) != len(single):
-                return None
         for indices in self.request.same_subtree:
             chosen = {p for i in indices for p in combo[i].providers}
             if not _one_above_all(chosen, nodes):
@@ -150,6 +189,24 @@ class Search(object):
                     for option, plan in zip(combo, self.plans)}
         return self.make_candidate(nodes[anchor].uuid, dict(allocations),
                                    mappings)
+
+
+def _earlier_twin(request, plans, index):
+    """The last group before ``index`` that is interchangeable with it
+    (both numbered, the same classes, amounts and filters, in the same
+    same_subtree sets), or None."""
+    def shape(i):
+        plan = plans[i]
+        return (plan.group.single_provider, plan.classes, plan.filters,
+                plan.tree_filters, plan.sharing_filters, plan.in_tree,
+                [i in indices for indices in request.same_subtree])
+
+    if not plans[index].group.single_provider:
+        return None
+    for earlier in range(index - 1, -1, -1):
+        if shape(earlier) == shape(index):
+            return earlier
+    return None
 
 
 def _providers(rows):

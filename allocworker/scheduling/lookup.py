@@ -45,11 +45,17 @@ def find(conn, wanted, limit=None):
 
 
 def windows(conn, wanted, strategy):
-    """The candidates of ``wanted``, as ``find``'s, a window of roots at a
-    time in ``strategy``'s order (``scheduling/windows.py``), lazily."""
+    """(candidates, {provider uuid: id}) of ``wanted``, the candidates as
+    ``find``'s but summarizing only the capacity and usage of the
+    providers they use, plus ``tree_free`` (the room left in the
+    candidate's tree per class), a window of roots at a time in
+    ``strategy``'s order (``scheduling/windows.py``), lazily."""
     for found in scheduling_candidates.windowed(
             conn, wanted, strategy, CONF.scheduling.window_size):
-        yield _shaped(found)
+        shaped = _shaped(found)
+        for candidate in shaped:
+            candidate['tree_free'] = found.tree_free[candidate['root_uuid']]
+        yield shaped, found.ids
 
 
 def _shaped(found):

@@ -16,12 +16,19 @@ class a sharing provider may serve has no anchoring class: its roots
 cannot be ranked this way, and it is searched over the whole cloud
 (``windows`` yields ``None`` once).
 
+``spread``'s first window starts at a random place among the providers
+that share the most room, so concurrent claims on a uniform cloud start
+on different hosts (``_among_the_roomiest``); later windows read each
+list from the top, and a root already weighed is not weighed again.
+
 Within a window the claim orders the candidates by the strategy's score
 over every requested class (``choosing.ordered``); the window decides
 only which roots are weighed, not which one wins among them.
 """
 
-from allocworker.db import candidates as db_candidates
+import random
+
+from allocworker.db import rooms as db_rooms
 from allocworker.scheduling import choosing
 
 
@@ -33,8 +40,7 @@ def anchoring_amounts(conn, request, class_ids, sharing_trait):
         for name, amount in group.resources.items():
             class_id = class_ids[name]
             amounts[class_id] = min(amount, amounts.get(class_id, amount))
-    shared = db_candidates.shared_class_ids(conn, sharing_trait,
-                                            set(amounts))
+    shared = db_rooms.shared_class_ids(conn, sharing_trait, set(amounts))
     return {c: a for c, a in amounts.items() if c not in shared}
 
 
@@ -47,11 +53,16 @@ def windows(conn, amounts, strategy, size):
     most_first = strategy == choosing.SPREAD
     after = dict.fromkeys(amounts)
     seen = set()
+    if most_first:
+        window = _among_the_roomiest(conn, amounts, size)
+        seen |= window
+        if window:
+            yield window
     while True:
         window, read_out = set(), False
         for class_id, amount in sorted(amounts.items()):
-            rows = db_candidates.roomiest(conn, class_id, amount, most_first,
-                                          after[class_id], size)
+            rows = db_rooms.roomiest(conn, class_id, amount, most_first,
+                                     after[class_id], size)
             if rows:
                 after[class_id] = (rows[-1].free, rows[-1].provider_id)
             window.update(row.root_id for row in rows)
@@ -62,3 +73,17 @@ def windows(conn, amounts, strategy, size):
             yield window
         if read_out:
             return
+
+
+def _among_the_roomiest(conn, amounts, size):
+    """``spread``'s first window: for each class, ``size`` providers
+    from a random place among those that share the most room (on a
+    uniform cloud, all of them), so that concurrent claims start on
+    different hosts instead of all weighing the same first ones. The
+    windows after it read each list from its top as usual."""
+    window = set()
+    start = random.randint(0, db_rooms.highest_provider_id(conn))
+    for class_id, amount in sorted(amounts.items()):
+        window.update(row.root_id for row in db_rooms.roomiest_from(
+            conn, class_id, amount, start, size))
+    return window

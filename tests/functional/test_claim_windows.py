@@ -167,3 +167,29 @@ def test_room_left_follows_inventory_changes_and_the_audit_agrees(
                                    inventories={}))
     assert item['status'] == 200, item
     audit_clean()
+
+
+def test_eight_isolated_groups_on_hosts_of_eight_devices(rpc):
+    """Placement bug 2126751: 8^8 combinations per host, walked lazily
+    (candidates stop at the limit) or as one (a claim)."""
+    device = slot_class(rpc)
+    trees = []
+    for _ in range(2):
+        root, _gen = provider(rpc)
+        trees.append((root, {provider(rpc, {device: {'total': 1}},
+                                      parent=root)[0] for _ in range(8)}))
+    request = {'groups': [{'resources': {device: 1}} for _ in range(8)],
+               'group_policy': 'isolate'}
+    found = rpc.call('get_allocation_candidates', request=request, limit=10)
+    assert found['status'] == 200 and len(found['items']) == 10
+    for candidate in found['items']:
+        assert len(candidate['allocations']) == 8
+        assert set(candidate['allocations']) in [ds for _r, ds in trees]
+    placed = [claim(rpc, str(uuid.uuid4()), request) for _ in range(2)]
+    assert [p['status'] for p in placed] == [200, 200], placed
+    assert {p['root_uuid'] for p in placed} == {r for r, _ds in trees}
+    for p in placed:
+        assert p['allocations'] == {d: {device: 1} for d in dict(trees)[
+            p['root_uuid']]}
+    assert_fault(claim(rpc, str(uuid.uuid4()), request), 409,
+                 'capacity.exceeded')

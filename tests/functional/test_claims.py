@@ -402,3 +402,37 @@ def test_candidates_are_read_in_one_snapshot(rpc):
         assert db_providers.ids_by_uuid(conn, [later]) == {}
     with db.snapshot() as conn:
         assert set(db_providers.ids_by_uuid(conn, [later])) == {later}
+
+
+@pytest.mark.parametrize('atomic', [True, False])
+def test_many_instances_in_one_call_spread_evenly(rpc, atomic):
+    name = slot_class(rpc)
+    roots = hosts(rpc, name, 10, 4)
+    items = [claim_item(str(uuid.uuid4()), wanting(name))
+             for _ in range(20)]
+    answer = rpc.claim(items=items, atomic=atomic)
+    assert answer['status'] == 200, answer
+    placed = answer['items']
+    assert collections.Counter(p['root_uuid'] for p in placed) == {
+        root: 2 for root in roots}
+    for p in placed[::5]:
+        assert held(rpc, p['consumer_uuid']) == p['allocations']
+
+
+def test_many_instances_in_one_call_pack_host_by_host(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 10, 4)
+    items = [claim_item(str(uuid.uuid4()), wanting(name), strategy='pack')
+             for _ in range(20)]
+    answer = rpc.claim(items=items, atomic=True)
+    assert answer['status'] == 200, answer
+    assert sorted(collections.Counter(
+        p['root_uuid'] for p in answer['items']).values()) == [4] * 5
+    # Past what fits, an atomic call writes nothing.
+    more = [claim_item(str(uuid.uuid4()), wanting(name), strategy='pack')
+            for _ in range(21)]
+    refused = rpc.claim(items=more, atomic=True)
+    assert refused['status'] == 207
+    codes = collections.Counter(i.get('code') for i in refused['items'])
+    assert codes == {'batch.aborted': 20, 'capacity.exceeded': 1}, codes
+    assert rpc.claim(items=more[:20], atomic=True)['status'] == 200
