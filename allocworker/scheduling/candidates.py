@@ -51,6 +51,7 @@ from allocworker import policy
 from allocworker.db import api as db
 from allocworker.db import candidates as db_candidates
 from allocworker.db import resource_classes as db_classes
+from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
 from allocworker.scheduling import combine
 from allocworker.scheduling import windows
@@ -98,8 +99,8 @@ def windowed(conn, request, strategy, size):
     prepared = _prepare(conn, request, nested=True, distinct=True)
     if prepared is None:
         return
-    amounts = windows.anchoring_amounts(conn, request, prepared.class_ids,
-                                        prepared.sharing)
+    amounts = windows.anchoring_amounts(request, prepared.class_ids,
+                                        prepared.shared_classes)
     seen = set()
     for window in windows.windows(conn, amounts, strategy, size):
         if window is None:
@@ -119,7 +120,7 @@ def windowed(conn, request, strategy, size):
 
 
 _Prepared = collections.namedtuple('_Prepared', [
-    'search', 'class_ids', 'sharing', 'allowed', 'root_required',
+    'search', 'class_ids', 'shared_classes', 'allowed', 'root_required',
     'root_forbidden', 'filtered'])
 
 
@@ -128,6 +129,8 @@ def _prepare(conn, request, nested, distinct=False):
     trait_ids = _trait_ids(conn, request)
     class_ids = _class_ids(conn, request)
     sharing = db_traits.standard_id(conn, SHARING_TRAIT)
+    # A class no sharing provider offers is searched in the trees only.
+    shared = db_rooms.shared_class_ids(conn, sharing, set(class_ids.values()))
     plans, allowed = [], None
     for group in request.groups:
         plan = _plan(conn, group, class_ids, trait_ids)
@@ -141,11 +144,11 @@ def _prepare(conn, request, nested, distinct=False):
                                                          sharing)
             allowed = anchors if allowed is None else allowed & anchors
     search = combine.Search(conn, request, plans, sharing, nested,
-                            Candidate, distinct)
+                            Candidate, distinct, shared)
     # Root filters leave gaps between a slice's roots.
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)
-    return _Prepared(search, class_ids, sharing, allowed,
+    return _Prepared(search, class_ids, shared, allowed,
                      [trait_ids[t] for t in request.root_required],
                      [trait_ids[t] for t in request.root_forbidden],
                      filtered)

@@ -23,11 +23,13 @@ class Search(object):
     devices make one candidate per host instead of 8! of them."""
 
     def __init__(self, conn, request, plans, sharing_trait, nested,
-                 make_candidate, distinct=False):
+                 make_candidate, distinct=False, offered_by_sharing=None):
         self.conn = conn
         self.request = request
         self.plans = plans
         self.sharing = sharing_trait
+        # Class ids some sharing provider offers (None: any may be).
+        self.offered_by_sharing = offered_by_sharing
         self.nested = nested
         self.make_candidate = make_candidate
         named = collections.Counter(
@@ -94,10 +96,14 @@ class Search(object):
         have everything, for the unnumbered one {class: [providers]}."""
         per_class = []
         for name, class_id, amount in plan.classes or [(None, None, None)]:
+            sharing = plan.sharing_filters
+            if self.offered_by_sharing is not None and \
+                    class_id is not None and \
+                    class_id not in self.offered_by_sharing:
+                sharing = None  # a cheaper statement, the same rows
             rows = db_candidates.suppliers(
                 self.conn, roots, class_id, amount, plan.filters,
-                plan.tree_filters, plan.in_tree, self.sharing,
-                plan.sharing_filters)
+                plan.tree_filters, plan.in_tree, self.sharing, sharing)
             by_anchor = collections.defaultdict(set)
             for provider, anchor in rows:
                 if anchor in members:

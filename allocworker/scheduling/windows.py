@@ -32,15 +32,15 @@ from allocworker.db import rooms as db_rooms
 from allocworker.scheduling import choosing
 
 
-def anchoring_amounts(conn, request, class_ids, sharing_trait):
+def anchoring_amounts(request, class_ids, shared):
     """{class id: the smallest amount any group asks of it} for the
-    request's anchoring classes."""
+    request's anchoring classes (those not in ``shared``, the class ids
+    some sharing provider offers)."""
     amounts = {}
     for group in request.groups:
         for name, amount in group.resources.items():
             class_id = class_ids[name]
             amounts[class_id] = min(amount, amounts.get(class_id, amount))
-    shared = db_rooms.shared_class_ids(conn, sharing_trait, set(amounts))
     return {c: a for c, a in amounts.items() if c not in shared}
 
 
