@@ -16,6 +16,7 @@ from allocworker import codes
 from allocworker.allocations import consumers
 from allocworker.events import external as events
 from allocworker.groups import membership as groups
+from allocworker import metrics
 from allocworker.providers import rules as providers
 from allocworker.scheduling import claims
 from allocworker.scheduling import lookup
@@ -56,6 +57,13 @@ def _check_arguments(name, context, kwargs):
 
 def answer(context, name, kwargs):
     """The envelope answering call ``name`` with keyword ``kwargs``."""
+    started = metrics.started(name)
+    envelope = _answer(context, name, kwargs)
+    metrics.answered(name, envelope, started)
+    return envelope
+
+
+def _answer(context, name, kwargs):
     request_id = getattr(context, 'request_id', None)
     service_call = CALLS[name]
     try:

@@ -14,6 +14,8 @@ from allocworker.api import app
 from allocworker.cmd import common
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker.metrics import endpoint as metrics_endpoint
+from allocworker.metrics import health
 
 LOG = logging.getLogger(__name__)
 
@@ -43,6 +45,7 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 def main(argv=None):
     common.prepare(sys.argv[1:] if argv is None else argv)
     db.configure(CONF)
+    metrics_endpoint.start('api', health.api_application)
     server = simple_server.make_server(
         CONF.api.host, CONF.api.port, app.build(CONF),
         server_class=_Server, handler_class=_QuietHandler)

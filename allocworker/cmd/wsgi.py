@@ -11,6 +11,8 @@ from allocworker.api import app
 from allocworker.cmd import common
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker.metrics import endpoint as metrics_endpoint
+from allocworker.metrics import health
 
 
 def init():
@@ -18,6 +20,9 @@ def init():
                                        '').split(',') if f]
     common.prepare([], default_config_files=files or None)
     db.configure(CONF)
+    # WSGI servers that load the application once before forking (uWSGI's
+    # default) serve every process's metrics from this endpoint.
+    metrics_endpoint.start('api', health.api_application)
     return app.build(CONF)
 
 

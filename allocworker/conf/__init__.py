@@ -8,6 +8,7 @@ from oslo_config import cfg
 from allocworker.conf import api
 from allocworker.conf import database
 from allocworker.conf import events
+from allocworker.conf import metrics
 from allocworker.conf import paths
 from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
@@ -22,3 +23,4 @@ events.register_opts(CONF)
 upgrade_levels.register_opts(CONF)
 api.register_opts(CONF)
 scheduling.register_opts(CONF)
+metrics.register_opts(CONF)
