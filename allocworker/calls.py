@@ -17,6 +17,7 @@ from allocworker.allocations import consumers
 from allocworker.events import external as events
 from allocworker.groups import membership as groups
 from allocworker import metrics
+from allocworker.metrics import tracing
 from allocworker.providers import rules as providers
 from allocworker.scheduling import claims
 from allocworker.scheduling import lookup
@@ -58,7 +59,8 @@ def _check_arguments(name, context, kwargs):
 def answer(context, name, kwargs):
     """The envelope answering call ``name`` with keyword ``kwargs``."""
     started = metrics.started(name)
-    envelope = _answer(context, name, kwargs)
+    with tracing.span('call', method=name):
+        envelope = _answer(context, name, kwargs)
     metrics.answered(name, envelope, started)
     return envelope
 

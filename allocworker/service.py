@@ -25,6 +25,7 @@ from allocworker.db import api as db
 from allocworker import manager
 from allocworker.metrics import endpoint as metrics_endpoint
 from allocworker.metrics import health
+from allocworker.metrics import tracing
 from allocworker import notifications
 from allocworker import rpc
 from allocworker import upkeep
@@ -131,9 +132,10 @@ def _child(index):
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    name = '%s.%d' % (CONF.host, index)
+    tracing.setup('worker', name)
     db.configure(CONF)
     notifications.reset()
-    name = '%s.%d' % (CONF.host, index)
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     server.start()
     # What is alive now (modules, configuration, the RPC and database

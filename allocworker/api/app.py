@@ -5,6 +5,8 @@ is ``/healthcheck`` (oslo.middleware's, ``[healthcheck]``; see
 ``metrics.health``). CORS (oslo.middleware, the ``[cors]`` options) wraps
 them all; request metrics, when ``[metrics] port`` is set, wrap that."""
 
+import re
+
 from oslo_middleware import cors
 
 from allocworker.api import auth
@@ -13,6 +15,7 @@ from allocworker.api.placement import router
 from allocworker.conf import CONF
 from allocworker import metrics
 from allocworker.metrics import health
+from allocworker.metrics import tracing
 
 HEALTHCHECK = '/healthcheck'
 # The route label of request metrics: a known first path segment, so
@@ -20,6 +23,24 @@ HEALTHCHECK = '/healthcheck'
 _ROUTES = frozenset(template.split('/')[1] for template, _ in router.ROUTES
                     if template != '/') | {mirror.PREFIX.strip('/'),
                                            HEALTHCHECK.strip('/')}
+
+
+# A caller's global request id (oslo.middleware's RequestId accepts the
+# same form); anything else is ignored.
+_GLOBAL_REQUEST_ID = re.compile(
+    r'^req-[a-f0-9]{8}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{4}-[a-f0-9]{12}$')
+
+
+def _with_global_request_id(app):
+    """``X-OpenStack-Request-ID`` into the request's context (oslo.context
+    reads ``openstack.global_request_id``), so the calls it makes log,
+    audit and notify under the caller's id."""
+    def middleware(environ, start_response):
+        inbound = environ.get('HTTP_X_OPENSTACK_REQUEST_ID', '')
+        if _GLOBAL_REQUEST_ID.match(inbound):
+            environ['openstack.global_request_id'] = inbound
+        return app(environ, start_response)
+    return middleware
 
 
 def route_of(path):
@@ -54,6 +75,7 @@ def build(conf=CONF):
     # set (else OPTIONS stays a 405), and outermost, because a browser's
     # pre-flight OPTIONS carries no token.
     conf.register_opts(cors.CORS_OPTS, 'cors')
+    application = tracing.wsgi(_with_global_request_id(application))
     if conf.cors.allowed_origin:
         application = cors.CORS(application, conf)
     return metrics.wsgi(application, route_of)

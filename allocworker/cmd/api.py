@@ -16,6 +16,7 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.metrics import endpoint as metrics_endpoint
 from allocworker.metrics import health
+from allocworker.metrics import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -44,8 +45,9 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 
 def main(argv=None):
     common.prepare(sys.argv[1:] if argv is None else argv)
+    tracing.setup('api', CONF.host)
     db.configure(CONF)
-    metrics_endpoint.start('api', health.api_application)
+    endpoint = metrics_endpoint.start('api', health.api_application)
     server = simple_server.make_server(
         CONF.api.host, CONF.api.port, app.build(CONF),
         server_class=_Server, handler_class=_QuietHandler)
@@ -54,4 +56,6 @@ def main(argv=None):
     LOG.info('allocworker-api serving on %s:%d', CONF.api.host,
              CONF.api.port)
     server.serve_forever()
+    if endpoint is not None:
+        endpoint.stop()
     return 0

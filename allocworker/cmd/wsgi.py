@@ -13,12 +13,14 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.metrics import endpoint as metrics_endpoint
 from allocworker.metrics import health
+from allocworker.metrics import tracing
 
 
 def init():
     files = [f for f in os.environ.get('ALLOCWORKER_CONFIG_FILES',
                                        '').split(',') if f]
     common.prepare([], default_config_files=files or None)
+    tracing.setup('api', CONF.host)
     db.configure(CONF)
     # WSGI servers that load the application once before forking (uWSGI's
     # default) serve every process's metrics from this endpoint.

@@ -10,6 +10,7 @@ from allocworker.conf import database
 from allocworker.conf import events
 from allocworker.conf import metrics
 from allocworker.conf import paths
+from allocworker.conf import profiler
 from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
 from allocworker.conf import worker
@@ -24,3 +25,4 @@ upgrade_levels.register_opts(CONF)
 api.register_opts(CONF)
 scheduling.register_opts(CONF)
 metrics.register_opts(CONF)
+profiler.register_opts(CONF)
