@@ -22,9 +22,9 @@ def init():
     common.prepare([], default_config_files=files or None)
     tracing.setup('api', CONF.host)
     db.configure(CONF)
-    # WSGI servers that load the application once before forking (uWSGI's
-    # default) serve every process's metrics from this endpoint.
-    metrics_endpoint.start('api', health.api_application)
+    # Every process records; the first to take [metrics] port serves
+    # them all (see doc/deployment.md, "Monitoring").
+    metrics_endpoint.start('api', health.api_application, shared=True)
     return app.build(CONF)
 
 

@@ -25,10 +25,12 @@ metrics_opts = [
     cfg.StrOpt('directory',
                help='Where the processes of this service keep their '
                     'metric files (prometheus_client\'s multiprocess '
-                    'mode). Emptied when the service starts; must not be '
-                    'shared with another service. Unset: a fresh '
-                    'temporary directory, removed when the service '
-                    'stops.'),
+                    'mode); must not be shared with another service. '
+                    'Files of processes no longer running are removed '
+                    'when the service starts. Unset: '
+                    'TMPDIR/allocworker-SERVICE-metrics-PORT (SERVICE '
+                    'worker or api), removed when allocworker-worker or '
+                    'allocworker-api stops cleanly.'),
 ]
 
 

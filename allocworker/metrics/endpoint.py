@@ -50,39 +50,60 @@ class Endpoint(object):
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start(service, health=None, conf=CONF):
+def start(service, health=None, conf=CONF, shared=False):
     """Turn metrics on for this process and those it forks from now on,
     and serve them (``health()``: the WSGI app of /healthcheck); None
-    when ``[metrics] port`` is 0."""
+    when ``[metrics] port`` is 0.
+
+    ``shared``: several processes started alike (a WSGI server's) call
+    this; the first to take the port serves, the others only record into
+    the same directory."""
     if not conf.metrics.port:
         return None
-    directory, owned = _directory(service, conf)
+    directory = conf.metrics.directory or os.path.join(
+        tempfile.gettempdir(), 'allocworker-%s-metrics-%d'
+        % (service, conf.metrics.port))
+    os.makedirs(directory, exist_ok=True)
+    try:
+        server = simple_server.make_server(
+            conf.metrics.host, conf.metrics.port, _not_yet,
+            server_class=_Server, handler_class=_Handler)
+    except OSError:
+        if not shared:
+            raise
+        metrics.enable(directory)
+        return None
+    _forget_the_dead(directory)
     metrics.enable(directory)
     registry = prometheus_client.CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
     registry.register(Books(conf))
-    server = simple_server.make_server(
-        conf.metrics.host, conf.metrics.port,
-        _application(prometheus_client.make_wsgi_app(registry),
-                     health and health()),
-        server_class=_Server, handler_class=_Handler)
+    server.set_app(_application(prometheus_client.make_wsgi_app(registry),
+                                health and health()))
     LOG.info('%s metrics on http://%s:%d/metrics (files in %s)', service,
              conf.metrics.host, server.server_address[1], directory)
-    return Endpoint(server, directory, owned)
+    return Endpoint(server, directory, not conf.metrics.directory)
 
 
-def _directory(service, conf):
-    """(an empty directory for this service's files, made here?)"""
-    if not conf.metrics.directory:
-        return tempfile.mkdtemp(prefix='allocworker-%s-metrics-'
-                                % service), True
-    directory = conf.metrics.directory
-    os.makedirs(directory, exist_ok=True)
-    # Files of an earlier run would add its counters to this one's.
+def _not_yet(environ, start_response):
+    start_response('503 Service Unavailable', [])
+    return []
+
+
+def _forget_the_dead(directory):
+    """Remove the files of processes that are gone: an earlier run's
+    counters would add to this one's. (A file whose pid is in use again
+    by another program survives; its counts would add too.)"""
     for name in os.listdir(directory):
-        if name.endswith('.db'):
+        pid = name.rsplit('_', 1)[-1][:-len('.db')]
+        if not name.endswith('.db') or not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
             os.remove(os.path.join(directory, name))
-    return directory, False
+        except PermissionError:
+            pass
 
 
 def _application(metrics_app, health):
