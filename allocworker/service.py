@@ -23,6 +23,7 @@ from oslo_log import log as logging
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker import manager
+from allocworker import metrics
 from allocworker.metrics import endpoint as metrics_endpoint
 from allocworker.metrics import health
 from allocworker.metrics import tracing
@@ -156,6 +157,7 @@ def _child(index):
     watchdog.start()
     server.stop()
     server.wait()
+    metrics.flush()
     rpc.cleanup()
     LOG.info('worker process %d stopped', index)
     return 0

@@ -14,6 +14,7 @@ from allocworker.api import app
 from allocworker.cmd import common
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker import metrics
 from allocworker.metrics import endpoint as metrics_endpoint
 from allocworker.metrics import health
 from allocworker.metrics import tracing
@@ -56,6 +57,7 @@ def main(argv=None):
     LOG.info('allocworker-api serving on %s:%d', CONF.api.host,
              CONF.api.port)
     server.serve_forever()
+    metrics.flush()
     if endpoint is not None:
         endpoint.stop()
     return 0

@@ -30,6 +30,12 @@ def enabled():
     return _on is not None
 
 
+def flush():
+    """Write this process's counts now (before a clean exit)."""
+    if _on is not None:
+        _on.flush()
+
+
 def started(method):
     """When call ``method`` started (pass it to ``answered``)."""
     if _on is not None and method in WAITS:

@@ -5,12 +5,15 @@ made; the counters it then holds must match those calls exactly."""
 
 import json
 import os
+import signal
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
 import uuid
 
+from prometheus_client import parser
 import pytest
 import yaml
 
@@ -90,6 +93,7 @@ def watched(database, scratch):
               % worker_metrics)
     client = services.BareClient(topic)
     worker = services.Worker(config).start(client)
+    client.metrics_port, client.worker = worker_metrics, worker
     api_port = services.free_port()
     api_config = services.write_config(
         '%s/api.conf' % scratch, database, topic,
@@ -168,7 +172,8 @@ def drive(rpc, api_port):
 def test_prometheus_counts_exactly_what_was_called(watched):
     rpc, api_port, prometheus = watched
     host = drive(rpc, api_port)
-    done = time.time()
+    # Each process writes what it counted every FLUSH_SECONDS (0.5).
+    done = time.time() + 1.5
     prometheus.scraped_after(WORKER_JOB, done)
     prometheus.scraped_after(API_JOB, done)
 
@@ -233,3 +238,42 @@ def test_prometheus_counts_exactly_what_was_called(watched):
             'AllocworkerWorkerDown', 'AllocworkerWorkerUnhealthy',
             'AllocworkerErrorRatio', 'AllocworkerSlowCalls',
             'AllocworkerResourceClassNearlyFull')]
+
+
+def endpoint(port):
+    """{(name, sorted labels): value} read from a service's endpoint."""
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
+                                timeout=30) as response:
+        text = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in parser.text_string_to_metric_families(text)
+            for s in family.samples}
+
+
+def wait_until(test, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not test():
+        assert time.monotonic() < deadline, 'timed out'
+        time.sleep(0.2)
+
+
+def test_dead_worker_processes_keep_their_counts_not_their_waiters(
+        watched):
+    rpc, _api_port, _prometheus = watched
+    port = rpc.metrics_port
+    calls = ('allocworker_calls_total',
+             (('method', 'allocate'), ('status', '200')))
+    parked = ('allocworker_parked_waiters', ())
+    before = endpoint(port)
+    waiter = threading.Thread(target=lambda: rpc.call(
+        'wait_for_events', rpc_timeout=40, consumer_uuid=str(uuid.uuid4()),
+        names=['network-vif-plugged'], timeout=30), daemon=True)
+    waiter.start()
+    wait_until(lambda: endpoint(port)[parked] == 1)
+    children = rpc.worker.child_pids()
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: len(set(rpc.worker.child_pids()) - set(children))
+               == 2)
+    after = endpoint(port)
+    assert (after[calls], after[parked]) == (before[calls], 0)

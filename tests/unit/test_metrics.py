@@ -1,7 +1,9 @@
 """The metric hooks: off they do nothing; on, retries are counted by
-cause through retry.write's own policy."""
+cause through retry.write's own policy, and what calls add up reaches
+the files (histograms' buckets included) when flushed."""
 
 import os
+import time
 
 from oslo_db import exception as db_exc
 import prometheus_client
@@ -56,6 +58,7 @@ def test_retries_are_counted_by_cause(recording):
              db_api.ConnectionLost(Exception('gone')),
              db_exc.DBDuplicateEntry(), db_exc.DBDeadlock()]
     assert retry.write(losing(*races)) == 'committed'
+    metrics.flush()
     counted = {cause: recording.get_sample_value(
         'allocworker_retries_total', {'cause': cause})
         for cause in ('generation_conflict', 'deadlock', 'disconnect',
@@ -67,16 +70,26 @@ def test_retries_are_counted_by_cause(recording):
 def test_items_are_counted_by_status_and_code(recording):
     metrics.answered('claim', {'status': 207, 'items': [
         {'status': 200}, {'status': 200},
-        {'status': 409, 'code': 'capacity.exceeded'}]}, 0)
+        {'status': 409, 'code': 'capacity.exceeded'}]}, time.monotonic())
+    metrics.answered('claim', {'status': 200, 'items': [
+        {'status': 200}]}, time.monotonic() - 0.3)
+    metrics.flush()
 
     def sample(name, **labels):
         return recording.get_sample_value('allocworker_' + name, labels)
 
     assert [sample('calls_total', method='claim', status='207'),
+            sample('calls_total', method='claim', status='200'),
             sample('items_total', method='claim', status='200',
                    code='none'),
             sample('items_total', method='claim', status='409',
                    code='capacity.exceeded'),
             sample('claims_total', outcome='claimed'),
-            sample('claims_total', outcome='capacity.exceeded')] == \
-        [1, 2, 1, 2, 1]
+            sample('claims_total', outcome='capacity.exceeded'),
+            sample('call_duration_seconds_count', method='claim'),
+            sample('call_duration_seconds_bucket', method='claim',
+                   le='0.25'),
+            sample('call_duration_seconds_bucket', method='claim',
+                   le='0.5'),
+            sample('call_duration_seconds_sum', method='claim')] == \
+        [1, 1, 3, 1, 3, 1, 2, 1, 2, pytest.approx(0.3, abs=0.1)]
