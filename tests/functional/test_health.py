@@ -65,7 +65,9 @@ def drop(url):
 
 def start_worker(scratch, db_url, metrics_port, rabbit_url=None):
     topic = 'aw-health-%d' % metrics_port
-    extra = '[metrics]\nport = %d\n' % metrics_port
+    # A directory of the test's own: a worker killed outright leaves it.
+    extra = '[metrics]\nport = %d\ndirectory = %s/metrics-%d\n' % (
+        metrics_port, scratch, metrics_port)
     config = services.write_config('%s/%s.conf' % (scratch, topic), db_url,
                                    topic, workers=2, extra=extra)
     if rabbit_url:
