@@ -4,11 +4,12 @@ Lines go to the ``allocworker.audit`` logger at info (route it with
 oslo.log's logging configuration). A call's lines travel in one log
 record, joined by newlines: the record's prefix (time, process, request)
 heads the first line, and every line carries every field of its item
-(request id, claimed identity, call, subject, status, code), so
-``grep 'audit request_id='`` finds one self-contained line per committed
-item. One record per call rather than per item because a record costs
-the formatter and the file handler's stat, write and flush each time,
-more than the rest of a batched item's bookkeeping. Denied items are
+(request id, claimed identity, the caller's global request id, call,
+subject, status, code), so ``grep 'audit request_id='`` finds one
+self-contained line per committed item. One record per call rather
+than per item because a record costs the formatter and the file
+handler's stat, write and flush each time, more than the rest of a
+batched item's bookkeeping. Denied items are
 logged at warning by ``allocworker.policy``.
 """
 
@@ -37,11 +38,13 @@ def _one_line(value):
 
 def lines(context, call, items):
     """The audit lines of ``call``'s committed (2xx) items, in order."""
-    head = 'audit request_id=%s user_id=%s project_id=%s roles=%s call=%s' % (
+    head = ('audit request_id=%s user_id=%s project_id=%s roles=%s '
+            'global_request_id=%s call=%s') % (
         _one_line(getattr(context, 'request_id', None)),
         _one_line(getattr(context, 'user_id', None)),
         _one_line(getattr(context, 'project_id', None)),
-        _one_line(','.join(getattr(context, 'roles', None) or [])), call)
+        _one_line(','.join(getattr(context, 'roles', None) or [])),
+        _one_line(getattr(context, 'global_request_id', None)), call)
     result = []
     for item in items:
         status = item.get('status', 500)

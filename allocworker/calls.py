@@ -16,6 +16,8 @@ from allocworker import codes
 from allocworker.allocations import consumers
 from allocworker.events import external as events
 from allocworker.groups import membership as groups
+from allocworker import metrics
+from allocworker.metrics import tracing
 from allocworker.providers import rules as providers
 from allocworker.scheduling import claims
 from allocworker.scheduling import lookup
@@ -56,6 +58,14 @@ def _check_arguments(name, context, kwargs):
 
 def answer(context, name, kwargs):
     """The envelope answering call ``name`` with keyword ``kwargs``."""
+    started = metrics.started(name)
+    with tracing.span('call', method=name):
+        envelope = _answer(context, name, kwargs)
+    metrics.answered(name, envelope, started)
+    return envelope
+
+
+def _answer(context, name, kwargs):
     request_id = getattr(context, 'request_id', None)
     service_call = CALLS[name]
     try:

@@ -40,7 +40,8 @@ def _get_notifier():
             transport = messaging.get_notification_transport(CONF)
             _notifier = messaging.Notifier(
                 transport, publisher_id='allocworker.%s'
-                % socket.gethostname())
+                % socket.gethostname(),
+                serializer=rpc.ContextSerializer())
         return _notifier
 
 
@@ -62,9 +63,10 @@ def emit(context, event_type, payloads):
         if not notifier.is_enabled() or \
                 not CONF.oslo_messaging_notifications.driver:
             return
-        wire_context = rpc.ContextSerializer().serialize_context(context) \
-            if context is not None else {}
+        # A RequestContext, not its dict: oslo.messaging drops a plain
+        # dict's fields (since 14.x) and sends the context redacted.
+        context = rpc.make_context(context) if context is not None else {}
         for payload in payloads:
-            notifier.info(wire_context, event_type, payload)
+            notifier.info(context, event_type, payload)
     except Exception:
         LOG.exception('could not send %s notifications', event_type)

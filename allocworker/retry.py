@@ -11,6 +11,7 @@ import tenacity
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db_api
+from allocworker import metrics
 
 # ConnectionLost: a kept connection found lost before COMMIT; nothing was
 # written, so the transaction runs again on a fresh one.
@@ -42,6 +43,7 @@ def _retrying():
             retry=tenacity.retry_if_exception_type(RACES),
             stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_random(0, max_wait),
+            before_sleep=metrics.retrying,
             reraise=True)
     return policy
 

@@ -16,6 +16,7 @@ from oslo_context import context as oslo_context
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
+from allocworker.metrics import tracing
 from allocworker import rpc_server
 
 _transport = None
@@ -49,11 +50,11 @@ class ContextSerializer(messaging.NoOpSerializer):
 
     def serialize_context(self, context):
         if isinstance(context, oslo_context.RequestContext):
-            return context.to_dict()
-        return dict(context or {})
+            return tracing.carry(context.to_dict())
+        return tracing.carry(dict(context or {}))
 
     def deserialize_context(self, context):
-        return make_context(context)
+        return make_context(tracing.resume(context))
 
 
 def get_server(endpoints, topic, server_name):

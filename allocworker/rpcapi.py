@@ -33,6 +33,7 @@ import kombu.exceptions
 import oslo_messaging as messaging
 
 from allocworker.conf import CONF
+from allocworker.metrics import tracing
 from allocworker import rpc
 
 VERSION = '1.3'
@@ -72,7 +73,12 @@ class AllocWorkerAPI(object):
 
     def _call(self, context, method, version='1.0', timeout=None, **kwargs):
         cctxt, deadline = self._prepare(version, timeout)
-        return rpc.within(deadline, cctxt.call, context, method, **kwargs)
+        with tracing.span('rpc', method=method):
+            # Serialized here: the call is sent from another thread, and
+            # the trace lives in this one.
+            context = rpc.ContextSerializer().serialize_context(context)
+            return rpc.within(deadline, cctxt.call, context, method,
+                              **kwargs)
 
     # 1.0
 

@@ -5,6 +5,11 @@ SIGTERM (or SIGINT) to the parent is passed to every child; a child stops
 taking calls, lets those in flight finish (up to ``[worker]
 shutdown_timeout``), and exits 0; the parent exits 0 once all have. A child
 that dies for any other reason is replaced.
+
+With ``[metrics] port`` set, the parent serves the metrics of all its
+children and the worker's health probe (``allocworker.metrics``): the
+metric files' directory is emptied before the first child starts, and a
+dead child's live gauges are dropped when it is reaped.
 """
 
 import gc
@@ -18,16 +23,25 @@ from oslo_log import log as logging
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker import manager
+from allocworker import metrics
+from allocworker.metrics import endpoint as metrics_endpoint
+from allocworker.metrics import health
+from allocworker.metrics import tracing
 from allocworker import notifications
 from allocworker import rpc
 from allocworker import upkeep
 
 LOG = logging.getLogger(__name__)
+# The parent's metrics endpoint (None when [metrics] port is 0).
+_endpoint = None
 
 
 def serve():
     """Run the worker processes until told to stop; returns the exit code."""
+    global _endpoint
     children = {}
+    health.watch_processes(lambda: (len(children), CONF.worker.workers))
+    _endpoint = metrics_endpoint.start('worker', health.worker_application)
     stopping = threading.Event()
 
     def on_signal(signum, _frame):
@@ -48,6 +62,7 @@ def serve():
         index = children.pop(pid, None)
         if index is None:
             continue
+        _process_died(pid)
         if stopping.is_set():
             failed += status != 0
             break
@@ -65,7 +80,14 @@ def serve():
             break
         if children.pop(pid, None) is not None and status != 0:
             failed += 1
+    if _endpoint is not None:
+        _endpoint.stop()
     return 1 if failed else 0
+
+
+def _process_died(pid):
+    if _endpoint is not None:
+        _endpoint.process_died(pid)
 
 
 def _reap():
@@ -89,6 +111,8 @@ def _spawn(children, index):
         return
     code = 1
     try:
+        if _endpoint is not None:
+            _endpoint.forget_in_child()
         code = _child(index)
     except BaseException:
         LOG.exception('worker process %d crashed', index)
@@ -109,9 +133,10 @@ def _child(index):
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    name = '%s.%d' % (CONF.host, index)
+    tracing.setup('worker', name)
     db.configure(CONF)
     notifications.reset()
-    name = '%s.%d' % (CONF.host, index)
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     server.start()
     # What is alive now (modules, configuration, the RPC and database
@@ -132,6 +157,7 @@ def _child(index):
     watchdog.start()
     server.stop()
     server.wait()
+    metrics.flush()
     rpc.cleanup()
     LOG.info('worker process %d stopped', index)
     return 0

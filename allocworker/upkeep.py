@@ -4,6 +4,7 @@ from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import idempotency as db_idempotency
 from allocworker.events import external as events
+from allocworker import metrics
 
 
 def run():
@@ -13,6 +14,7 @@ def run():
     removed as {what: count}.
     """
     removed = {'events': events.expire()}
+    metrics.events_expired(removed['events'])
     with db.writer() as conn:
         removed['idempotency_keys'] = db_idempotency.expire(
             conn, CONF.worker.idempotency_seconds)

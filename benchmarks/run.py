@@ -3,7 +3,7 @@ the broker and database ceilings measured in the same run.
 
     .venv/bin/python -m benchmarks.run [--workers 2] [--mysql] [--quick]
                                        [--json] [--preload N] [--peers]
-                                       [--chart PNG]
+                                       [--chart PNG] [--metrics]
     .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
 
 Starts ``allocworker-worker`` (``--workers`` processes) on the real
@@ -42,6 +42,7 @@ sys.path.insert(0, ROOT)
 
 from benchmarks import chart  # noqa: E402
 from benchmarks import cpu  # noqa: E402
+from benchmarks.metrics_overhead import MetricsOverhead  # noqa: E402
 from benchmarks.load import drive, load, summary  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from benchmarks import sqlwork  # noqa: E402
@@ -57,7 +58,7 @@ class Bench(object):
         self.args = args
         self.database = database
         self.meter = cpu.Meter([database.rsplit('/', 1)[1].split('?')[0]])
-        self.peers = None
+        self.peers = self.metered = None
         topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
         config = services.write_config(
             os.path.join(scratch, 'bench.conf'), database, topic,
@@ -144,6 +145,8 @@ class Bench(object):
     def close(self):
         if self.peers:
             self.peers.close()
+        if self.metered:
+            self.metered.close()
         self.api_process.terminate()
         self.api_process.wait()
         for p in self.noop:
@@ -277,6 +280,8 @@ class Bench(object):
                 self.record('allocate_single', c, self.drive(
                     lambda: self.check(client.allocate(
                         items=[self.item()])), c), noop)
+            if self.metered:
+                self.metered.run(c)
             for atomic in (False, True):
                 name = 'allocate_batch_100_%s' % ('atomic' if atomic
                                                   else 'independent')
@@ -346,6 +351,9 @@ def main(argv=None):
     parser.add_argument('--peers', action='store_true',
                         help='also Placement 16 and allocworker-api under '
                         'uWSGI (installed on first use)')
+    parser.add_argument('--metrics', action='store_true',
+                        help='also the single allocate with metrics on '
+                        'and off, in turns (metrics_overhead.py)')
     parser.add_argument('--chart', metavar='PNG',
                         help='draw throughput against concurrency')
     parser.add_argument('--candidates-scale', metavar='TREES',
@@ -378,6 +386,8 @@ def main(argv=None):
             if args.peers:
                 bench.start_peers(stack.enter_context(
                     services.fresh_database('postgresql', scratch)), scratch)
+            if args.metrics:
+                bench.metered = MetricsOverhead(bench, scratch)
             if args.preload:
                 started = time.monotonic()
                 bench.preload(args.preload)

@@ -15,6 +15,7 @@ import collections
 from allocworker.allocations import capacity
 from allocworker import codes
 from allocworker.groups import membership as groups
+from allocworker import metrics
 from allocworker import policy
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
@@ -336,6 +337,7 @@ class Plan(object):
             usage=self._usage_deltas(live),
             bumps={pid: self.locked[pid].generation for pid in placed}))
         results = dict(self.replayed)
+        metrics.replayed(len(self.replayed))
         results.update(self.faults)
         for r in live:
             generation = (now_held[r.consumer_uuid][1] if r.allocations

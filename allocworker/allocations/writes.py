@@ -17,6 +17,7 @@ from allocworker.allocations import group_commit
 from allocworker.allocations import plan as allocation_plan
 from allocworker import codes
 from allocworker import items as item_results
+from allocworker import metrics
 from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
@@ -220,6 +221,7 @@ def _write_calls(calls):
     per call. If that transaction fails for any reason but an item's own
     fault, each call runs again alone, so a failure shared by chance
     never reaches a call that would not have met it."""
+    metrics.shared_transaction(calls)
     if len(calls) == 1:
         return [_write_alone(calls[0])]
     requests, origins, owner = [], {}, []

@@ -14,6 +14,10 @@ from allocworker.api import app
 from allocworker.cmd import common
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker import metrics
+from allocworker.metrics import endpoint as metrics_endpoint
+from allocworker.metrics import health
+from allocworker.metrics import tracing
 
 LOG = logging.getLogger(__name__)
 
@@ -42,7 +46,9 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 
 def main(argv=None):
     common.prepare(sys.argv[1:] if argv is None else argv)
+    tracing.setup('api', CONF.host)
     db.configure(CONF)
+    endpoint = metrics_endpoint.start('api', health.api_application)
     server = simple_server.make_server(
         CONF.api.host, CONF.api.port, app.build(CONF),
         server_class=_Server, handler_class=_QuietHandler)
@@ -51,4 +57,7 @@ def main(argv=None):
     LOG.info('allocworker-api serving on %s:%d', CONF.api.host,
              CONF.api.port)
     server.serve_forever()
+    metrics.flush()
+    if endpoint is not None:
+        endpoint.stop()
     return 0

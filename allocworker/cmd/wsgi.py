@@ -11,13 +11,20 @@ from allocworker.api import app
 from allocworker.cmd import common
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker.metrics import endpoint as metrics_endpoint
+from allocworker.metrics import health
+from allocworker.metrics import tracing
 
 
 def init():
     files = [f for f in os.environ.get('ALLOCWORKER_CONFIG_FILES',
                                        '').split(',') if f]
     common.prepare([], default_config_files=files or None)
+    tracing.setup('api', CONF.host)
     db.configure(CONF)
+    # Every process records; the first to take [metrics] port serves
+    # them all (see doc/deployment.md, "Monitoring").
+    metrics_endpoint.start('api', health.api_application, shared=True)
     return app.build(CONF)
 
 

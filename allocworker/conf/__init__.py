@@ -8,7 +8,9 @@ from oslo_config import cfg
 from allocworker.conf import api
 from allocworker.conf import database
 from allocworker.conf import events
+from allocworker.conf import metrics
 from allocworker.conf import paths
+from allocworker.conf import profiler
 from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
 from allocworker.conf import worker
@@ -22,3 +24,5 @@ events.register_opts(CONF)
 upgrade_levels.register_opts(CONF)
 api.register_opts(CONF)
 scheduling.register_opts(CONF)
+metrics.register_opts(CONF)
+profiler.register_opts(CONF)

@@ -3,6 +3,7 @@
 from allocworker.conf import api
 from allocworker.conf import database
 from allocworker.conf import events
+from allocworker.conf import metrics
 from allocworker.conf import paths
 from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
@@ -12,7 +13,7 @@ from allocworker.conf import worker
 def list_opts():
     groups = {}
     for module in (paths, worker, events, upgrade_levels, api,
-                   scheduling):
+                   scheduling, metrics):
         for group, opts in module.list_opts().items():
             groups.setdefault(group, []).extend(opts)
     return list(groups.items())

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from allocworker.db import generations
 from allocworker.db import kept
 from allocworker.db import prepared
+from allocworker.db import traced
 
 _lock = threading.Lock()
 _facade = None
@@ -33,6 +34,7 @@ def configure(conf):
         facade.configure(**_engine_options(conf))
         engine = facade.writer.get_engine()
         _tune(engine)
+        traced.engine(engine)
         _facade = facade
         _writes = _reads = None
         if engine.dialect.name != 'sqlite':

@@ -13,6 +13,7 @@ from oslo_utils import timeutils
 
 from allocworker import codes
 from allocworker import items
+from allocworker import metrics
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db import events as db_events
@@ -76,6 +77,7 @@ def external_event(context, events):
                   for p in parsed]
         keys = items.valid(parsed)
     existing, stored = retry.write(_record, keys) if keys else (set(), [])
+    metrics.events_recorded(stored)
     notifications.emit(context, notifications.EVENT_RECEIVED,
                        [_event_payload(e) for e in stored])
     return [_event_item(raw, key, existing) for raw, key in

@@ -99,3 +99,19 @@ def test_candidates_benchmark_answers_every_request_with_candidates():
             'trees'], row
         assert row['requests'] >= 2 and row['p50_ms'] > 0, row
         assert row['rss_peak_mb'] > 0 and row['ratio'] is None, row
+
+
+def test_metrics_run_measures_both_workers():
+    result = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.run', '--json', '--workers', '1',
+         '--seconds', '0.6', '--concurrency', '1', '--only',
+         'allocate_single', '--metrics'], cwd=ROOT, capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = {row['workload']: row for row in (
+        json.loads(line) for line in result.stdout.splitlines()
+        if line.startswith('{'))}
+    off, on = (rows['allocate_single_metrics_%s' % s] for s in ('off', 'on'))
+    assert on['ratio'] == round(on['per_s'] / off['per_s'], 3)
+    assert off['cpu_ms_parts']['worker'] > 0 < on['cpu_ms_parts']['worker']
+    assert "worker processes' CPU per call" in result.stdout

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from allocworker import audit
 
 CONTEXT = types.SimpleNamespace(request_id='req-1', user_id='u1',
-                                project_id='p1', roles=['admin', 'reader'])
-HEAD = 'audit request_id=req-1 user_id=u1 project_id=p1 roles=admin,reader'
+                                project_id='p1', roles=['admin', 'reader'],
+                                global_request_id='req-g')
+HEAD = ('audit request_id=req-1 user_id=u1 project_id=p1 roles=admin,reader'
+        ' global_request_id=req-g')
 
 
 def test_one_line_per_committed_item_with_every_field():
@@ -36,7 +38,7 @@ def test_a_context_without_identity():
     assert audit.lines(None, 'claim', [{'consumer_uuid': 'c',
                                         'status': 200}]) == [
         'audit request_id=None user_id=None project_id=None roles= '
-        'call=claim subject=c status=200']
+        'global_request_id=None call=claim subject=c status=200']
 
 
 def test_a_claimed_identity_cannot_forge_lines():

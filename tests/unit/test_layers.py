@@ -25,6 +25,10 @@ LAYERS = [
     ('allocworker.notifications', 3), ('allocworker.audit', 3),
     ('allocworker.db', 2), ('allocworker.rpc', 2),
     ('allocworker.rpc_server', 2),
+    # The hooks and families sit at the bottom so that any layer may
+    # record; the endpoint and health checks read the database.
+    ('allocworker.metrics.endpoint', 3), ('allocworker.metrics.health', 3),
+    ('allocworker.metrics', 1),
     ('allocworker.codes', 1), ('allocworker.conf', 1),
     ('allocworker.validation', 1), ('allocworker.policies', 1),
     ('allocworker', 0),
