@@ -24,13 +24,13 @@ events_opts = [
                     'cut to this, and to 5 seconds below [DEFAULT] '
                     'rpc_response_timeout, so a waiter always gets an '
                     'answer before its RPC call times out.'),
-    cfg.IntOpt('wait_threads', default=64, min=1,
-               help='Threads per worker process that serve '
-                    'wait_for_events calls, apart from the RPC executor '
-                    'pool ([DEFAULT] executor_thread_pool_size), so '
-                    'waiters never hold back writes. More waiters than '
-                    'this queue until a thread is free (their timeout '
-                    'runs from when one is).'),
+    cfg.FloatOpt('poll_seconds', default=0.25, min=0.05, max=5,
+                 help='How often each worker process looks for events '
+                      'stored (by any process) for the wait_for_events '
+                      'calls it has parked: one statement per look for '
+                      'all of them, however many. A parked call holds no '
+                      'thread; an event wakes its waiter within about '
+                      'this long.'),
 ]
 
 
