@@ -20,6 +20,7 @@ and any left when ``[worker] shutdown_timeout`` is near are answered as
 they stand (doc/decisions.md, "Parked waits").
 """
 
+from concurrent import futures
 import threading
 import time
 
@@ -34,6 +35,10 @@ LOG = logging.getLogger(__name__)
 WAITING_CALLS = frozenset(['wait_for_events'])
 # The drain on shutdown ends this long before the worker gives up.
 SHUTDOWN_MARGIN = 5.0
+# Threads sending the answers of parked calls. A reply takes a pooled
+# broker connection and a few round trips on it (about 4 ms here), so one
+# thread would answer a burst of a thousand wakes in seconds.
+REPLY_THREADS = 8
 
 
 class Later(object):
@@ -73,39 +78,49 @@ class Parked(object):
     def __init__(self):
         self._lock = threading.Lock()
         self._entries = {}  # id(waiting): _Entry
+        self._beating = {}  # those of _entries whose caller wants beats
         self._watchers = {}  # id(watcher): watcher
         self._wake = threading.Event()
         self._stopping = False
         self._thread = None
+        self._replies = None
+        self._next_tick = 0.0  # time.monotonic() the waker looks next
 
     def __len__(self):
         return len(self._entries)
 
     def park(self, message, later):
         waiting = later.waiting
+        entry = _Entry(message, later, time.monotonic())
         with self._lock:
-            self._entries[id(waiting)] = _Entry(message, later,
-                                                time.monotonic())
+            self._entries[id(waiting)] = entry
+            if entry.beat_every:
+                self._beating[id(waiting)] = entry
             self._watchers[id(waiting.watcher)] = waiting.watcher
             if self._thread is None:
                 # Made on first use, after fork.
+                self._replies = futures.ThreadPoolExecutor(
+                    REPLY_THREADS, thread_name_prefix='reply')
                 self._thread = threading.Thread(
                     target=self._run, name='waker', daemon=True)
                 self._thread.start()
         waiting.watcher.watch(waiting)
-        self._wake.set()  # its deadline may be the next
+        if waiting.deadline < self._next_tick:
+            self._wake.set()  # its deadline comes before the next tick
 
     def _run(self):
         while True:
-            pause = self._tick()
+            self._next_tick = self._tick(time.monotonic())
             if self._stopping and not self._entries:
                 return
-            self._wake.wait(pause)
+            self._wake.wait(max(0.0, self._next_tick - time.monotonic()))
             self._wake.clear()
 
-    def _tick(self):
-        """Answer what can be answered; seconds until the next tick."""
-        pause = 1.0
+    def _tick(self, began):
+        """Answer what can be answered; when to tick next: an interval
+        after this one began (ticks keep their pace however long one
+        takes), or at the next deadline if that is sooner."""
+        next_tick = began + 1.0
         for watcher in list(self._watchers.values()):
             try:
                 done = watcher.settle()
@@ -114,24 +129,25 @@ class Parked(object):
                               'again')
                 done = []
             self._answer(done)
-            pause = min(pause, watcher.interval)
+            next_tick = min(next_tick, began + watcher.interval)
             deadline = watcher.next_deadline()
             if deadline is not None:
-                pause = min(pause, max(0.0, deadline - time.monotonic()))
+                next_tick = min(next_tick, deadline)
         self._heartbeats()
-        return pause
+        return next_tick
 
     def _answer(self, waitings):
         for waiting in waitings:
             with self._lock:
                 entry = self._entries.pop(id(waiting), None)
+                self._beating.pop(id(waiting), None)
             if entry is not None:
-                _reply(entry.message, entry.later.finish(waiting))
+                self._replies.submit(_reply, entry, waiting)
 
     def _heartbeats(self):
         now = time.monotonic()
         with self._lock:
-            due = [e for e in self._entries.values()
+            due = [e for e in self._beating.values()
                    if e.beat_every and e.next_beat <= now]
         for entry in due:
             entry.next_beat = now + entry.beat_every
@@ -157,11 +173,13 @@ class Parked(object):
                 LOG.warning('answering %d parked calls before their '
                             'deadline: the worker is stopping', len(left))
             self._answer(left)
+        if self._replies is not None:
+            self._replies.shutdown(wait=True)
 
 
-def _reply(message, answer):
+def _reply(entry, waiting):
     try:
-        message.reply(answer)
+        entry.message.reply(entry.later.finish(waiting))
     except Exception:
         LOG.exception('could not send the answer of a parked call')
 

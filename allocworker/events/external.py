@@ -83,8 +83,7 @@ def external_event(context, events):
 
 def projects(consumer_uuids):
     """{consumer_uuid: project_id} of those that exist (policy targets)."""
-    with db.reader() as conn:
-        return db_events.projects_of(conn, set(consumer_uuids))
+    return db.one_statement(db_events.projects_of, set(consumer_uuids))
 
 
 def _record(keys):

@@ -29,9 +29,8 @@ CHECK_CHUNK = 500
 
 def max_wait():
     """Waits end before the caller's RPC call would time out."""
-    # rpc_response_timeout exists once oslo.messaging registered it.
-    rpc_timeout = getattr(CONF, 'rpc_response_timeout', 60)
-    return max(1, min(CONF.events.max_wait_seconds, rpc_timeout - 5))
+    return max(1, min(CONF.events.max_wait_seconds,
+                      CONF.rpc_response_timeout - 5))
 
 
 def parse_wanted(raw, index):
@@ -107,15 +106,16 @@ def wait_for_events(context, consumer_uuid, names, timeout):
 
 def check(waits):
     """Record in each wait the events that have arrived for it: one
-    statement per ``CHECK_CHUNK`` consumers."""
+    statement per ``CHECK_CHUNK`` consumers (each its own snapshot: a
+    wait's events are read in one)."""
     waits = [w for w in waits if w.pending()]
     consumers = sorted({w.consumer_uuid for w in waits})
     arrived = {}
     now = timeutils.utcnow()
-    with db.reader() as conn:
-        for start in range(0, len(consumers), CHECK_CHUNK):
-            arrived.update(db_events.of_consumers(
-                conn, consumers[start:start + CHECK_CHUNK], now))
+    for start in range(0, len(consumers), CHECK_CHUNK):
+        arrived.update(db.one_statement(
+            db_events.of_consumers, consumers[start:start + CHECK_CHUNK],
+            now))
     for wait in waits:
         _match(arrived.get(wait.consumer_uuid, ()), wait)
 

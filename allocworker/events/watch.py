@@ -55,22 +55,30 @@ class Arrivals(object):
         self._read = set()  # ids above the floor that were read
         self._gaps = {}  # id above the floor not read yet: first missed
 
-    def start(self, conn):
-        self.floor = db_events.newest_id(conn)
+    def start(self):
+        self.floor = db.one_statement(db_events.newest_id)
         self._read = set()
         self._gaps = {}
 
-    def look(self, conn):
+    def look(self):
         consumers = set()
         for _ in range(BATCHES_PER_LOOK):
-            rows = db_events.stored_after(conn, self.floor, BATCH)
-            for event_id, consumer_uuid in rows:
-                if event_id not in self._read:
-                    self._read.add(event_id)
-                    consumers.add(consumer_uuid)
-            self._advance(time.monotonic())
+            rows = db.one_statement(db_events.stored_after, self.floor,
+                                    BATCH)
+            consumers |= self.take(rows, time.monotonic())
             if len(rows) < BATCH:
                 break
+        return consumers
+
+    def take(self, rows, now):
+        """The consumers of the rows [(id, consumer_uuid)] not read
+        before; the floor moved up as far as no gap holds it."""
+        consumers = set()
+        for event_id, consumer_uuid in rows:
+            if event_id > self.floor and event_id not in self._read:
+                self._read.add(event_id)
+                consumers.add(consumer_uuid)
+        self._advance(now)
         return consumers
 
     def _advance(self, now):
@@ -114,8 +122,7 @@ class Watcher(object):
             now = time.monotonic()
             if self._looked_at is None or \
                     now - self._looked_at > STALE_SECONDS:
-                with db.reader() as conn:
-                    self._arrivals.start(conn)
+                self._arrivals.start()
                 self._looked_at = now
             return self._tick
 
@@ -150,8 +157,7 @@ class Watcher(object):
                 return []
             due, self._due = self._due, set()
             try:
-                with db.reader() as conn:
-                    consumers = self._arrivals.look(conn)
+                consumers = self._arrivals.look()
             except Exception:
                 LOG.exception('could not look for new events; will try '
                               'again')

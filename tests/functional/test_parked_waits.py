@@ -104,9 +104,10 @@ def test_hundreds_parked_in_one_process_woken_from_the_others(rpc, topic):
         assert tagged['event']['consumer_uuid'] == consumer
         assert tagged['event']['tag'] == 'port-1'
         assert changed['event']['name'] == 'network-changed'
-    # Hundreds of waits parked cost no thread each (a thread per wait, or
-    # a pool of 64, would show here).
-    assert threads - idle_threads < 20, (idle_threads, threads)
+    # Hundreds of waits parked cost no thread each: what grows is the
+    # executor pools (4 each), and the waker and its 8 reply threads; a
+    # thread per wait, or a pool of 64, would show here.
+    assert threads - idle_threads < 40, (idle_threads, threads)
 
 
 def test_parked_waits_time_out_at_their_deadlines(rpc, topic):
