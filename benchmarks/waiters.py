@@ -5,30 +5,32 @@ writes beside them, and how soon events stored elsewhere wake them.
         [--workers 2] [--waiters 10000] [--seconds 10]
         [--concurrency 8] [--wake-rate 500]
 
-Starts ``allocworker-worker`` (``--workers`` processes) on the real
-RabbitMQ and a fresh database and prints, as JSON lines:
+Starts two ``allocworker-worker`` services (``--workers`` processes
+each, topics of their own) on the real RabbitMQ and one fresh database:
+``parked``, whose process 0 will hold the waits, and ``none``, a peer
+that never holds any. Single-item ``allocate`` calls (one new consumer
+each, on one of 50 roomy hosts) are driven at ``--concurrency`` against
+each service in turn, 2 s at a time, until each had ``--seconds``, so
+both see the same moments of a shared machine. Prints, as JSON lines:
 
-- ``allocate none parked``: single-item ``allocate`` calls per second at
-  ``--concurrency`` for ``--seconds``, p50 and p99, and the worker CPU
-  per call (one new consumer per call on one of 50 roomy hosts);
-- ``park``: ``--waiters`` waits (each for one event of its own
-  consumer, timeout 240 s) parked in worker process 0, how long parking
+- ``allocate, nothing parked``: calls/s, p50, p99 and worker CPU per call
+  of each service, and their ratio (parked / none: how alike they are);
+- ``idle worker ms/s``: each service's CPU while nothing is asked of it;
+- ``park``: ``--waiters`` waits (one event of its own consumer each,
+  timeout 240 s) parked in process 0 of ``parked``, how long parking
   took, that process's threads and resident memory before and after;
-- ``idle parked``: the worker CPU per second while they are parked and
-  nothing else happens;
-- ``allocate N parked``: the same allocate run with them parked, and its
-  ratio to the mean of the runs with none parked before and after;
-- ``wake``: the events stored through the last worker process, in
-  batches of 50 at ``--wake-rate`` events per second: each waiter's wake
-  latency, from the return of the call that stored its event to its own
-  answer (p50, p99, max), and how many answered 200;
-- ``allocate none parked, after``: the allocate run again.
+- ``idle worker ms/s, N parked`` and ``allocate, N parked``: the same
+  with them parked; the ratio is the target's (>= 0.9);
+- ``wake``: the events stored through process 1 of ``parked``, 50 a call
+  at ``--wake-rate`` events/s: each waiter's latency from the return of
+  the call that stored its event to its own answer (p50, p99, max).
 
 One client process drives all of it; each parked call is a thread of
 this process blocked in oslo.messaging's ``call`` (small stacks).
 """
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -178,6 +180,9 @@ class Waiters(object):
         self.rpc.call('list_resource_classes', server=self.server,
                       rpc_timeout=WAIT_TIMEOUT)
         _quiet(self.pid)
+        # This client's collections would otherwise walk every parked
+        # call's objects, pausing the threads that take the answers.
+        gc.freeze()
 
     def wake(self, rpc, server, rate):
         """Store each waiter's event through ``server``, 50 a call at

@@ -25,7 +25,7 @@ events_opts = [
                     'cut to this, and to 5 seconds below [DEFAULT] '
                     'rpc_response_timeout, so a waiter always gets an '
                     'answer before its RPC call times out.'),
-    cfg.FloatOpt('poll_seconds', default=0.25, min=0.05, max=5,
+    cfg.FloatOpt('poll_seconds', default=0.1, min=0.05, max=5,
                  help='How often each worker process looks for events '
                       'stored (by any process) for the wait_for_events '
                       'calls it has parked: one statement per look for '

@@ -112,9 +112,6 @@ class Watcher(object):
         self._due = set()
         self.interval = CONF.events.poll_seconds
 
-    def __len__(self):
-        return sum(len(w) for w in self._by_consumer.values())
-
     def mark(self):
         """Before a wait's first check: the look after which an event
         stored later will show, starting the cursor if it is idle."""

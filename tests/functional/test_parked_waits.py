@@ -142,6 +142,23 @@ def test_timeout_zero_and_refused_names_are_answered_at_once(rpc, topic):
     assert refused['status'] == 400 and refused['code'] == 'invalid_request'
 
 
+def test_parked_wait_keeps_a_call_monitored_caller_waiting(rpc, topic,
+                                                           backend):
+    """A caller with oslo.messaging's call monitor gives up after
+    call_monitor_timeout without a heartbeat; a parked call sends them."""
+    if backend != 'postgresql':
+        pytest.skip('heartbeats do not depend on the database: run on '
+                    'PostgreSQL only, to keep CI short')
+    client = rpc.client.prepare(server='%s.0' % topic, timeout=30,
+                                call_monitor_timeout=2)
+    began = time.monotonic()
+    answer = client.call(rpc.context, 'wait_for_events',
+                         consumer_uuid=str(uuid.uuid4()),
+                         names=['network-vif-plugged'], timeout=7)
+    assert_fault(one(answer), 408, 'event.timeout')
+    assert time.monotonic() - began >= 7
+
+
 # -- shutdown -------------------------------------------------------------
 
 STOPPING_CONFIG = '''
