@@ -141,8 +141,12 @@ class Parked(object):
             with self._lock:
                 entry = self._entries.pop(id(waiting), None)
                 self._beating.pop(id(waiting), None)
-            if entry is not None:
+            if entry is None:
+                continue
+            try:
                 self._replies.submit(_reply, entry, waiting)
+            except RuntimeError:  # the drain ended: this thread sends it
+                _reply(entry, waiting)
 
     def _heartbeats(self):
         now = time.monotonic()
