@@ -3,7 +3,10 @@
 The RPC manager and the HTTP mirror both answer through ``answer``, so a
 call behaves the same whichever way it arrives: arguments bound to the
 service-layer function (unknown or missing ones are a whole-request 400),
-the design's envelope, the audit trail.
+the design's envelope, the audit trail. A call that waits
+(``wait_for_events``) reaches the RPC manager through ``answer_later``
+instead, the same up to the wait itself, which the RPC server parks
+rather than blocking a thread on it.
 """
 
 import inspect
@@ -13,8 +16,11 @@ from oslo_log import log as logging
 from allocworker.allocations import writes as allocations
 from allocworker import audit
 from allocworker import codes
+from allocworker import rpc_server
 from allocworker.allocations import consumers
 from allocworker.events import external as events
+from allocworker.events import waits
+from allocworker.events import watch
 from allocworker.groups import membership as groups
 from allocworker import metrics
 from allocworker.metrics import tracing
@@ -31,11 +37,14 @@ CALLS = {fn.__name__: fn for fn in (
     providers.get_providers, providers.set_inventories,
     providers.get_usages, providers.create_resource_class,
     providers.list_resource_classes,
-    events.external_event, events.wait_for_events,
+    events.external_event, waits.wait_for_events,
     groups.create_group, groups.delete_group, groups.add_members,
     groups.remove_members, groups.get_groups,
     lookup.get_allocation_candidates, claims.claim,
 )}
+# Calls the RPC server may answer later (rpc_server.Later): the function
+# that starts one, with the arguments of the call's own in CALLS.
+LATER = {'wait_for_events': watch.start_wait}
 # Binding arguments is per call; reading a signature is not.
 _SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}
 # (call, argument names) that bound: whether arguments bind depends on
@@ -79,3 +88,44 @@ def _answer(context, name, kwargs):
         return codes.request_error(request_id, codes.unexpected(request_id))
     audit.record(context, name, items)
     return codes.envelope(request_id, items)
+
+
+def answer_later(context, name, kwargs):
+    """``answer`` for a call of LATER: its envelope if it can be answered
+    at once, else an ``rpc_server.Later`` that makes it when it can (a
+    parked waiter counts as one until then)."""
+    started = metrics.started(name)
+    request_id = getattr(context, 'request_id', None)
+    try:
+        _check_arguments(name, context, kwargs)
+        waiting = LATER[name](context, **kwargs)
+    except codes.Fault as fault:
+        return _counted(name, codes.request_error(request_id, fault),
+                        started)
+    except Exception:
+        LOG.exception('%s failed unexpectedly (request %s)', name,
+                      request_id)
+        return _counted(name, codes.request_error(
+            request_id, codes.unexpected(request_id)), started)
+    if waiting.answerable():
+        return _finish(context, name, waiting, started)
+    return rpc_server.Later(
+        waiting, lambda done: _finish(context, name, done, started))
+
+
+def _counted(name, envelope, started):
+    metrics.answered(name, envelope, started)
+    return envelope
+
+
+def _finish(context, name, waiting, started):
+    request_id = getattr(context, 'request_id', None)
+    try:
+        items = waiting.items()
+    except Exception:
+        LOG.exception('%s failed unexpectedly (request %s)', name,
+                      request_id)
+        return _counted(name, codes.request_error(
+            request_id, codes.unexpected(request_id)), started)
+    audit.record(context, name, items)
+    return _counted(name, codes.envelope(request_id, items), started)

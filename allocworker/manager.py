@@ -52,7 +52,8 @@ class Manager(object):
         return calls.answer(context, 'external_event', kwargs)
 
     def wait_for_events(self, context, **kwargs):
-        return calls.answer(context, 'wait_for_events', kwargs)
+        # Answered now, or parked by the RPC server until it can be.
+        return calls.answer_later(context, 'wait_for_events', kwargs)
 
     # 1.2
 

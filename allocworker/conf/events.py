@@ -1,4 +1,5 @@
 from oslo_config import cfg
+from oslo_messaging import opts as messaging_opts
 
 events_group = cfg.OptGroup(
     'events', title='External events',
@@ -24,19 +25,32 @@ events_opts = [
                     'cut to this, and to 5 seconds below [DEFAULT] '
                     'rpc_response_timeout, so a waiter always gets an '
                     'answer before its RPC call times out.'),
-    cfg.IntOpt('wait_threads', default=64, min=1,
-               help='Threads per worker process that serve '
-                    'wait_for_events calls, apart from the RPC executor '
-                    'pool ([DEFAULT] executor_thread_pool_size), so '
-                    'waiters never hold back writes. More waiters than '
-                    'this queue until a thread is free (their timeout '
-                    'runs from when one is).'),
+    cfg.FloatOpt('poll_seconds', default=0.1, min=0.05, max=5,
+                 help='How often each worker process looks for events '
+                      'stored (by any process) for the wait_for_events '
+                      'calls it has parked: one statement per look for '
+                      'all of them, however many. A parked call holds no '
+                      'thread; an event wakes its waiter within about '
+                      'this long.'),
 ]
+
+
+def _rpc_response_timeout():
+    """oslo.messaging's ``[DEFAULT] rpc_response_timeout``, which caps
+    waits (``max_wait_seconds``). oslo.messaging registers it only in a
+    process that makes an RPC client, which a worker does not: unregistered,
+    a worker's configured value was never read and the cap was always 55 s."""
+    for group, opts in messaging_opts.list_opts():
+        for opt in opts if group is None else ():
+            if opt.name == 'rpc_response_timeout':
+                return opt
+    raise LookupError('oslo.messaging has no rpc_response_timeout')
 
 
 def register_opts(conf):
     conf.register_group(events_group)
     conf.register_opts(events_opts, group=events_group)
+    conf.register_opt(_rpc_response_timeout())
 
 
 def list_opts():

@@ -50,11 +50,44 @@ def insert(conn, events):
 def of_consumer(conn, consumer_uuid, now):
     """The consumer's events that count as arrived at ``now``, oldest
     first: every event not held, and held ones still in their window."""
-    query = (sa.select(*_COLUMNS)
-             .where(_e.c.consumer_uuid == consumer_uuid,
-                    sa.or_(_e.c.held_until.is_(None), _e.c.held_until > now))
-             .order_by(_e.c.received_at, _e.c.id))
-    return [Event(*row) for row in conn.execute(query)]
+    return of_consumers(conn, [consumer_uuid], now).get(consumer_uuid, [])
+
+
+def of_consumers(conn, consumer_uuids, now):
+    """{consumer_uuid: [Event]} as ``of_consumer`` for each of them (those
+    with no event left out), in one statement."""
+    if not consumer_uuids:
+        return {}
+    found = collections.defaultdict(list)
+    for row in conn.execute(_OF_CONSUMERS, {
+            'uuids': sorted(set(consumer_uuids)), 'now': now}):
+        found[row.consumer_uuid].append(Event(*row))
+    return found
+
+
+_OF_CONSUMERS = (sa.select(*_COLUMNS)
+                 .where(_e.c.consumer_uuid.in_(
+                     sa.bindparam('uuids', expanding=True)),
+                     sa.or_(_e.c.held_until.is_(None),
+                            _e.c.held_until > sa.bindparam('now')))
+                 .order_by(_e.c.received_at, _e.c.id))
+
+
+def newest_id(conn):
+    """The highest event id stored (0 for none)."""
+    return conn.execute(sa.select(sa.func.max(_e.c.id))).scalar() or 0
+
+
+def stored_after(conn, after_id, limit):
+    """[(id, consumer_uuid)] of the events whose id is above ``after_id``,
+    lowest first, at most ``limit`` of them."""
+    return [tuple(row) for row in conn.execute(
+        _STORED_AFTER, {'after': after_id, 'limit': limit})]
+
+
+_STORED_AFTER = (sa.select(_e.c.id, _e.c.consumer_uuid)
+                 .where(_e.c.id > sa.bindparam('after'))
+                 .order_by(_e.c.id).limit(sa.bindparam('limit')))
 
 
 def listing(conn, consumer_uuid=None, limit=1000):

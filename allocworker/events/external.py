@@ -1,4 +1,5 @@
-"""Rules for external events: recording, holding, waiting, expiring.
+"""Rules for external events: recording, holding, expiring (waiting for
+them is ``events.waits``).
 
 Events are stored, so their order against consumers and waiters never
 matters: an event for a consumer that does not exist yet is held for
@@ -7,7 +8,6 @@ that window; a waiter counts every event stored before it started.
 """
 
 import datetime
-import time
 
 from oslo_utils import timeutils
 
@@ -32,7 +32,6 @@ TAG_REQUIRED = {
     'power-update': 'POWER_ON or POWER_OFF',
     'accelerator-request-bound': 'the accelerator request id',
 }
-POLL_SECONDS = 0.25
 
 
 # -- external_event ------------------------------------------------------
@@ -69,9 +68,9 @@ def external_event(context, events):
     parsed = items.each(events, parse_event, 'events')
     keys = items.valid(parsed)
     if keys:
-        projects = _projects(key[0] for key in keys)
+        owners = projects(key[0] for key in keys)
         parsed = [p if isinstance(p, codes.Fault) or policy.allowed(
-                  context, 'external_event', projects.get(p[0]))
+                  context, 'external_event', owners.get(p[0]))
                   else policy.denied(context, 'external_event',
                                      'consumer %s' % p[0])
                   for p in parsed]
@@ -84,10 +83,9 @@ def external_event(context, events):
             zip(events, parsed)]
 
 
-def _projects(consumer_uuids):
+def projects(consumer_uuids):
     """{consumer_uuid: project_id} of those that exist (policy targets)."""
-    with db.reader() as conn:
-        return db_events.projects_of(conn, set(consumer_uuids))
+    return db.one_statement(db_events.projects_of, set(consumer_uuids))
 
 
 def _record(keys):
@@ -131,84 +129,12 @@ def _event_item(raw, key, existing):
 def _event_payload(event):
     return {'name': event.name, 'consumer_uuid': event.consumer_uuid,
             'tag': event.tag or None, 'event_status': event.status,
-            'received_at': _timestamp(event.received_at),
+            'received_at': timestamp(event.received_at),
             'held': event.held_until is not None}
 
 
-def _timestamp(moment):
+def timestamp(moment):
     return moment.replace(tzinfo=datetime.timezone.utc).isoformat()
-
-
-# -- wait_for_events -----------------------------------------------------
-
-def max_wait():
-    """Waits end before the caller's RPC call would time out."""
-    # rpc_response_timeout exists once oslo.messaging registered it.
-    rpc_timeout = getattr(CONF, 'rpc_response_timeout', 60)
-    return max(1, min(CONF.events.max_wait_seconds, rpc_timeout - 5))
-
-
-def parse_wanted(raw, index):
-    """'name' or 'name:tag' -> (name, tag or None)."""
-    where = 'names[%d]' % index
-    validation.string(raw, where, max_length=511)
-    name, _, tag = raw.partition(':')
-    if name not in CONF.events.allowed_names:
-        raise validation.invalid('%s: %r is not one of [events] '
-                                 'allowed_names' % (where, name))
-    return name, (tag or None)
-
-
-def wait_for_events(context, consumer_uuid, names, timeout):
-    consumer_uuid = validation.uuid(consumer_uuid, 'consumer_uuid')
-    validation.batch(names, 'names', CONF.worker.max_batch_items)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-            or timeout < 0:
-        raise validation.invalid('timeout must be a number of seconds >= 0')
-    wanted = items.each(names, parse_wanted, 'names')
-    project = _projects([consumer_uuid]).get(consumer_uuid)
-    if not policy.allowed(context, 'wait_for_events', project):
-        fault = policy.denied(context, 'wait_for_events',
-                              'consumer %s' % consumer_uuid)
-        return [fault.item(name=items.echo(raw)) for raw in names]
-    deadline = time.monotonic() + min(timeout, max_wait())
-    found = {}
-    while True:
-        _match(consumer_uuid, wanted, found)
-        pending = [w for w in wanted if not isinstance(w, codes.Fault)
-                   and w not in found]
-        remaining = deadline - time.monotonic()
-        if not pending or remaining <= 0:
-            break
-        time.sleep(min(POLL_SECONDS, remaining))
-    return [_wait_item(raw, want, found) for raw, want in zip(names, wanted)]
-
-
-def _match(consumer_uuid, wanted, found):
-    with db.reader() as conn:
-        arrived = db_events.of_consumer(conn, consumer_uuid,
-                                        timeutils.utcnow())
-    for event in arrived:  # oldest first: the newest match wins
-        for want in wanted:
-            if isinstance(want, codes.Fault):
-                continue
-            name, tag = want
-            if event.name == name and (tag is None or event.tag == tag):
-                found[want] = event
-
-
-def _wait_item(raw, want, found):
-    if isinstance(want, codes.Fault):
-        return want.item(name=items.echo(raw))
-    event = found.get(want)
-    if event is None:
-        return codes.Fault(codes.EVENT_TIMEOUT,
-                           'no %s event arrived in time' % raw
-                           ).item(name=raw)
-    return {'name': raw, 'status': 200, 'event': {
-        'name': event.name, 'consumer_uuid': event.consumer_uuid,
-        'tag': event.tag or None, 'event_status': event.status,
-        'received_at': _timestamp(event.received_at)}}
 
 
 # -- upkeep --------------------------------------------------------------
@@ -229,4 +155,4 @@ def list_events(consumer_uuid=None, limit=1000):
     with db.reader() as conn:
         rows = db_events.listing(conn, consumer_uuid, limit)
     return [dict(_event_payload(e), held_until=e.held_until and
-                 _timestamp(e.held_until)) for e in rows]
+                 timestamp(e.held_until)) for e in rows]
