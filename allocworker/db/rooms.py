@@ -26,13 +26,9 @@ def roomiest(conn, class_id, amount, most_first, after=None, count=16):
     the ``(free, provider id)`` key ``after`` of an earlier page. Read
     along the (class, free, provider) index: the cost is the page's, not
     the cloud's."""
-    query = (sa.select(_u.c.free, _u.c.provider_id, _p.c.root_provider_id)
-             .join(_p, _p.c.id == _u.c.provider_id)
-             .where(_u.c.resource_class_id == class_id, _u.c.free >= amount))
-    if most_first:
-        query = query.order_by(_u.c.free.desc(), _u.c.provider_id.desc())
-    else:
-        query = query.order_by(_u.c.free, _u.c.provider_id)
+    query = sa.select(_u.c.free, _u.c.provider_id).where(
+        _u.c.resource_class_id == class_id, _u.c.free >= amount)
+    order = [('free', most_first), ('provider_id', most_first)]
     if after is not None:
         free, provider = after
         if most_first:
@@ -41,7 +37,25 @@ def roomiest(conn, class_id, amount, most_first, after=None, count=16):
         else:
             query = query.where(_u.c.free >= free, sa.or_(
                 _u.c.free > free, _u.c.provider_id > provider))
-    return [Room(*row) for row in conn.execute(query.limit(count))]
+    return _with_roots(conn, query.limit(count), order)
+
+
+def _with_roots(conn, page, order):
+    """``page`` (a select of free and provider id, limited) ordered by
+    ``order`` [(column name, descending)], as ``Room`` rows in that
+    order, the roots joined to the page only: joined to the whole table,
+    PostgreSQL merge-joined the providers from their first id on (33 ms
+    at 30,000 trees for a page of 8)."""
+    def ordered(columns):
+        return [columns[name].desc() if descending else columns[name]
+                for name, descending in order]
+
+    paged = page.order_by(*ordered(_u.c)).subquery('page')
+    query = (sa.select(paged.c.free, paged.c.provider_id,
+                       _p.c.root_provider_id)
+             .join(_p, _p.c.id == paged.c.provider_id)
+             .order_by(*ordered(paged.c)))
+    return [Room(*row) for row in conn.execute(query)]
 
 
 def shared_class_ids(conn, sharing_trait, class_ids):
@@ -64,16 +78,14 @@ def roomiest_from(conn, class_id, amount, start, count):
     top = (sa.select(sa.func.max(_u.c.free))
            .where(_u.c.resource_class_id == class_id, _u.c.free >= amount)
            .scalar_subquery())
-    query = (sa.select(_u.c.free, _u.c.provider_id, _p.c.root_provider_id)
-             .join(_p, _p.c.id == _u.c.provider_id)
-             .where(_u.c.resource_class_id == class_id, _u.c.free == top))
-    rows = [Room(*row) for row in conn.execute(
-        query.where(_u.c.provider_id >= start)
-        .order_by(_u.c.provider_id).limit(count))]
+    query = sa.select(_u.c.free, _u.c.provider_id).where(
+        _u.c.resource_class_id == class_id, _u.c.free == top)
+    order = [('provider_id', False)]
+    rows = _with_roots(conn, query.where(_u.c.provider_id >= start)
+                       .limit(count), order)
     if len(rows) < count:
-        rows += [Room(*row) for row in conn.execute(
-            query.where(_u.c.provider_id < start)
-            .order_by(_u.c.provider_id).limit(count - len(rows)))]
+        rows += _with_roots(conn, query.where(_u.c.provider_id < start)
+                            .limit(count - len(rows)), order)
     return rows
 
 
