@@ -1,0 +1,82 @@
+"""Queries behind project limits: the project locks and what projects use.
+
+A write judged against its projects' limits locks one row per project
+(``project_locks``) before anything else, in project_id order, and only
+then counts what the projects use: every commit of a concurrent writer of
+the same project is then either counted or still waiting for the lock.
+"""
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dml
+from sqlalchemy.dialects import postgresql as postgresql_dml
+from sqlalchemy.dialects import sqlite as sqlite_dml
+
+from allocworker.db import api
+from allocworker.db import schema
+from allocworker.quota import rule
+
+_locks = schema.project_locks
+_c = schema.consumers
+_alloc = schema.allocations
+_rc = schema.resource_classes
+
+_LOCK = api.for_update(
+    sa.select(_locks.c.project_id)
+    .where(_locks.c.project_id.in_(sa.bindparam('ids', expanding=True)))
+    .order_by(_locks.c.project_id))
+
+
+def lock_projects(conn, project_ids):
+    """Lock the projects' rows in project_id order, creating missing ones.
+
+    A missing row is inserted without a conflict error (a concurrent
+    writer may insert it first) and then locked like the others; on
+    MySQL the insert itself takes the row's exclusive lock, since taking a
+    shared lock on a duplicate and then the exclusive one would deadlock
+    two first writers of a project."""
+    if not project_ids:
+        return
+    wanted = sorted(set(project_ids))
+    found = {row[0] for row in conn.execute(_LOCK, {'ids': wanted})}
+    missing = [p for p in wanted if p not in found]
+    if not missing:
+        return
+    dialect = conn.dialect.name
+    rows = [{'project_id': p} for p in missing]
+    if dialect == 'mysql':
+        statement = mysql_dml.insert(_locks)
+        conn.execute(statement.on_duplicate_key_update(
+            project_id=statement.inserted.project_id), rows)
+        return
+    insert = (postgresql_dml.insert if dialect == 'postgresql'
+              else sqlite_dml.insert)
+    conn.execute(insert(_locks).on_conflict_do_nothing(), rows)
+    conn.execute(_LOCK, {'ids': missing}).all()
+
+
+def usage(conn, project_ids, counted_types, servers_type):
+    """{project_id: {resource: used}} under Nova's names:
+    ``class:<class>`` summed over consumers of ``counted_types``,
+    ``servers`` the number of consumers of ``servers_type``. A resource
+    nobody uses is absent (0)."""
+    found = {p: {} for p in project_ids}
+    if not project_ids:
+        return found
+    ids = sorted(set(project_ids))
+    classes = (sa.select(_c.c.project_id, _rc.c.name,
+                         sa.func.sum(_alloc.c.used))
+               .select_from(_c)
+               .join(_alloc, _alloc.c.consumer_id == _c.c.id)
+               .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+               .where(_c.c.project_id.in_(ids),
+                      _c.c.consumer_type.in_(sorted(counted_types)))
+               .group_by(_c.c.project_id, _rc.c.name))
+    for project_id, name, used in conn.execute(classes):
+        found[project_id][rule.CLASS_PREFIX + name] = int(used)
+    servers = (sa.select(_c.c.project_id, sa.func.count())
+               .where(_c.c.project_id.in_(ids),
+                      _c.c.consumer_type == servers_type)
+               .group_by(_c.c.project_id))
+    for project_id, count in conn.execute(servers):
+        found[project_id][rule.SERVERS] = int(count)
+    return found
