@@ -69,12 +69,14 @@ def start(conn, requests_and_contexts):
         return None
     projects = {r.project_id for r, _c in requests_and_contexts
                 if r.index in chosen}
-    db_quota.lock_projects(conn, projects)
+    # The limits first: a process's first read waits for Keystone, and
+    # must not hold the projects' locks meanwhile.
     try:
         known = source.current()
         failure = None
     except limit_source.Unavailable as exc:
         known, failure = None, str(exc)
+    db_quota.lock_projects(conn, projects)
     counted = frozenset(CONF.quota.counted_consumer_types)
     usage = db_quota.usage(conn, projects, counted, rule.SERVERS_TYPE)
     return Judgement(chosen, {p: known.of(p) if known else None

@@ -66,7 +66,11 @@ class Source(object):
         limits = self._limits
         if limits is None:
             with self._lock:
-                if self._limits is None:
+                # Never read: read now, unless a read failed a moment ago
+                # (then every write would wait for a Keystone that is down).
+                if self._limits is None and (
+                        self._failed_since is None or
+                        self._clock() - self._last_try > RETRY_SECONDS):
                     self._read()
                 limits = self._limits
             if limits is None:
@@ -86,7 +90,7 @@ class Source(object):
             self._read()
 
     def _read(self):
-        started = self._clock()
+        started = self._last_try = self._clock()
         try:
             registered, projects = self._fetch()
         except Exception as exc:
@@ -107,6 +111,7 @@ class Source(object):
         return True
 
     _failure = None
+    _last_try = None
 
     def _start(self):
         if self._thread is None:
@@ -118,7 +123,7 @@ class Source(object):
                     self._thread.start()
 
     def _refresh_forever(self):
-        wait = CONF.quota.refresh_seconds
+        wait = 0 if self._limits is None else CONF.quota.refresh_seconds
         while not self._stopped.wait(wait):
             ok = self._read_guarded()
             wait = CONF.quota.refresh_seconds if ok else min(
@@ -136,26 +141,43 @@ class Source(object):
         self._stopped.set()
 
 
-def keystone_fetch():
-    """(registered, projects) of this service, read through oslo.limit.
+class KeystoneLimits(object):
+    """``fetch`` of the ``unified_limits`` driver: (registered, projects)
+    of this service, read through oslo.limit.
 
     oslo.limit's public calls read registered limits whole but project
     limits one project at a time; every project's limits of the service
     are read in one request instead, through the Keystone connection and
     the endpoint's service and region that its enforcer resolved (pinned
-    oslo.limit 2.12; see constraints.txt)."""
-    from oslo_limit import limit as oslo_limit  # only this driver needs it
+    oslo.limit 2.12; see constraints.txt). The enforcer is kept between
+    reads, and made again after a failed one."""
 
-    enforcer = oslo_limit.Enforcer(lambda project_id, names: {},
-                                   cache=False)
-    registered = dict(enforcer.get_registered_limits(None))
-    utils = enforcer.model._utils
-    projects = collections.defaultdict(dict)
-    for found in utils.connection.limits(service_id=utils._service_id,
-                                         region_id=utils._region_id):
-        projects[found.project_id][found.resource_name] = \
-            found.resource_limit
-    return registered, projects
+    def __init__(self):
+        self._enforcer = None
+
+    def __call__(self):
+        try:
+            return self._read(self._enforcer or self._enforcer_now())
+        except Exception:
+            self._enforcer = None
+            raise
+
+    def _enforcer_now(self):
+        from oslo_limit import limit as oslo_limit  # only this driver's
+        self._enforcer = oslo_limit.Enforcer(
+            lambda project_id, names: {}, cache=False)
+        return self._enforcer
+
+    @staticmethod
+    def _read(enforcer):
+        registered = dict(enforcer.get_registered_limits(None))
+        utils = enforcer.model._utils
+        projects = collections.defaultdict(dict)
+        for found in utils.connection.limits(
+                service_id=utils._service_id, region_id=utils._region_id):
+            projects[found.project_id][found.resource_name] = \
+                found.resource_limit
+        return registered, projects
 
 
 _sources = {}
@@ -170,8 +192,17 @@ def source():
     key = (driver, os.getpid())
     found = _sources.get(key)
     if found is None:
-        found = _sources[key] = Source(keystone_fetch)
+        found = _sources[key] = Source(KeystoneLimits())
     return found
+
+
+def start_reading():
+    """Begin reading this process's limits in the background (a worker
+    process calls this as it starts, so its first write does not wait
+    for Keystone); nothing when limits are off."""
+    found = source()
+    if found is not None:
+        found._start()
 
 
 def use(fetch):
