@@ -61,9 +61,15 @@ manage() {  # DIR ARGS...
 }
 
 make_template() {
-    if [ -f "$template/ids.env" ]; then
-        return
+    if [ ! -f "$template/ids.env" ]; then
+        mkdir -p "$(dirname "$template")"
+        # Test processes running side by side wait for one another here.
+        ( flock 9; [ -f "$template/ids.env" ] || build_template ) \
+            9>"$template.lock"
     fi
+}
+
+build_template() {
     install
     work="$template.partial"
     rm -rf "$work"

@@ -4,14 +4,18 @@ backend, with limits handed in by the test (``quota.limits.use``): what
 is tested here is the rule, not where the limits come from
 (test_limits_keystone.py runs the worker against a real Keystone)."""
 
+import io
+import json
 import threading
 import uuid
+import wsgiref.util
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oslo_context import context
 import pytest
 
+from allocworker.api import app
 from allocworker import calls
 from allocworker.conf import CONF
 from allocworker.quota import limits as limit_source
@@ -274,3 +278,41 @@ def test_outcomes_equal_a_sequential_model(keystone, host, limits, steps,
                                ('servers', len(mine))):
             if resource in limits.get(project, {}):
                 assert found[resource] == used
+
+
+def _put_allocations(app, consumer, project, host, vcpu):
+    body = json.dumps({'allocations': {host: {'resources': {'VCPU': vcpu}}},
+                       'project_id': project, 'user_id': 'u',
+                       'consumer_generation': None,
+                       'consumer_type': 'INSTANCE'}).encode()
+    environ = {'REQUEST_METHOD': 'PUT',
+               'PATH_INFO': '/allocations/%s' % consumer,
+               'CONTENT_TYPE': 'application/json',
+               'CONTENT_LENGTH': str(len(body)),
+               'HTTP_X_AUTH_TOKEN': 'admin',
+               'HTTP_OPENSTACK_API_VERSION': 'placement 1.38',
+               'wsgi.input': io.BytesIO(body)}
+    wsgiref.util.setup_testing_defaults(environ)
+    answered = []
+    b''.join(app(environ, lambda status, headers: answered.append(status)))
+    return int(answered[0].split()[0])
+
+
+@pytest.mark.parametrize('enforced', [False, True])
+def test_the_placement_api_is_judged_only_when_configured(
+        keystone, host, enforced):
+    CONF.set_override('enforce_placement_api', enforced, 'quota')
+    CONF.set_override('auth_strategy', 'noauth2', 'api')
+    try:
+        project = str(uuid.uuid4())
+        keystone.registered = {'class:VCPU': 2}
+        keystone.refresh()
+        application = app.build(CONF)
+        first = _put_allocations(application, str(uuid.uuid4()), project,
+                                 host, 2)
+        second = _put_allocations(application, str(uuid.uuid4()), project,
+                                  host, 1)
+    finally:
+        CONF.clear_override('enforce_placement_api', 'quota')
+        CONF.clear_override('auth_strategy', 'api')
+    assert (first, second) == ((204, 403) if enforced else (204, 204))
