@@ -78,8 +78,7 @@ class Plan(object):
         self._resolve_names()
         # Project locks come first in the global lock order (then
         # consumers, groups, providers); None when limits are off.
-        self.limits = limits.start(self.conn, [
-            (r, self._origin(r).context) for r in self._live()])
+        self.limits = limits.start(self.conn, self._live(), self._origin)
         self._lock_consumers()
         # Keys are looked up after the consumers are locked: a concurrent
         # writer of the same keyed item that committed before the lock

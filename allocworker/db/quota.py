@@ -54,6 +54,24 @@ def lock_projects(conn, project_ids):
     conn.execute(_LOCK, {'ids': missing}).all()
 
 
+# What projects use, in one statement built once: each class's sum over
+# the consumers of the counted types, and (class name NULL) the number
+# of consumers of the servers type.
+_USAGE = sa.union_all(
+    sa.select(_c.c.project_id, _rc.c.name, sa.func.sum(_alloc.c.used))
+    .select_from(_c)
+    .join(_alloc, _alloc.c.consumer_id == _c.c.id)
+    .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
+    .where(_c.c.project_id.in_(sa.bindparam('projects', expanding=True)),
+           _c.c.consumer_type.in_(sa.bindparam('counted', expanding=True)))
+    .group_by(_c.c.project_id, _rc.c.name),
+    sa.select(_c.c.project_id, sa.cast(sa.null(), sa.String),
+              sa.func.count())
+    .where(_c.c.project_id.in_(sa.bindparam('projects', expanding=True)),
+           _c.c.consumer_type == sa.bindparam('servers_type'))
+    .group_by(_c.c.project_id))
+
+
 def usage(conn, project_ids, counted_types, servers_type):
     """{project_id: {resource: used}} under Nova's names:
     ``class:<class>`` summed over consumers of ``counted_types``,
@@ -62,21 +80,12 @@ def usage(conn, project_ids, counted_types, servers_type):
     found = {p: {} for p in project_ids}
     if not project_ids:
         return found
-    ids = sorted(set(project_ids))
-    classes = (sa.select(_c.c.project_id, _rc.c.name,
-                         sa.func.sum(_alloc.c.used))
-               .select_from(_c)
-               .join(_alloc, _alloc.c.consumer_id == _c.c.id)
-               .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
-               .where(_c.c.project_id.in_(ids),
-                      _c.c.consumer_type.in_(sorted(counted_types)))
-               .group_by(_c.c.project_id, _rc.c.name))
-    for project_id, name, used in conn.execute(classes):
-        found[project_id][rule.CLASS_PREFIX + name] = int(used)
-    servers = (sa.select(_c.c.project_id, sa.func.count())
-               .where(_c.c.project_id.in_(ids),
-                      _c.c.consumer_type == servers_type)
-               .group_by(_c.c.project_id))
-    for project_id, count in conn.execute(servers):
-        found[project_id][rule.SERVERS] = int(count)
+    rows = conn.execute(_USAGE, {
+        'projects': sorted(set(project_ids)),
+        # ('' is how an untyped consumer is stored: never counted.)
+        'counted': sorted(counted_types) or ['(none)'],
+        'servers_type': servers_type})
+    for project_id, name, used in rows:
+        resource = rule.SERVERS if name is None else rule.CLASS_PREFIX + name
+        found[project_id][resource] = int(used)
     return found

@@ -57,18 +57,18 @@ def lock(conn, requests_and_contexts):
     return projects
 
 
-def start(conn, requests_and_contexts):
-    """The Judgement of ``[(request, context)]``, or None when limits are
-    off or none of the requests is judged."""
+def start(conn, requests, origin_of):
+    """The Judgement of ``requests`` (each under the context of
+    ``origin_of(request)``), or None when limits are off or none of the
+    requests is judged."""
     source = limit_source.source()
     if source is None:
         return None
-    chosen = {r.index for r, context in requests_and_contexts
-              if r.allocations and judged(context)}
+    chosen = {r.index for r in requests
+              if r.allocations and judged(origin_of(r).context)}
     if not chosen:
         return None
-    projects = {r.project_id for r, _c in requests_and_contexts
-                if r.index in chosen}
+    projects = {r.project_id for r in requests if r.index in chosen}
     # The limits first: a process's first read waits for Keystone, and
     # must not hold the projects' locks meanwhile.
     try:
