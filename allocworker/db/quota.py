@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql as postgresql_dml
 from sqlalchemy.dialects import sqlite as sqlite_dml
 
 from allocworker.db import api
+from allocworker.db import prepared
 from allocworker.db import schema
 from allocworker.quota import rule
 
@@ -72,6 +73,29 @@ _USAGE = sa.union_all(
     .group_by(_c.c.project_id))
 
 
+# PostgreSQL: the same, prepared once per connection, each consumer's
+# allocations read through their index in a subquery of their own: left
+# to choose, the planner scanned every allocation to hash-join a
+# project's few hundred consumers (18 ms at 60,000 allocations, O(the
+# whole table) per write).
+_USAGE_PG = prepared.Statement('allocworker_project_usage', """
+SELECT c.project_id, rc.name, sum(a.used)
+FROM consumers AS c
+CROSS JOIN LATERAL (
+    SELECT resource_class_id, used FROM allocations
+    WHERE consumer_id = c.id OFFSET 0) AS a
+JOIN resource_classes AS rc ON rc.id = a.resource_class_id
+WHERE c.project_id = ANY(%(projects)s::text[])
+  AND c.consumer_type = ANY(%(counted)s::text[])
+GROUP BY c.project_id, rc.name
+UNION ALL
+SELECT project_id, NULL, count(*) FROM consumers
+WHERE project_id = ANY(%(projects)s::text[])
+  AND consumer_type = %(servers_type)s::text
+GROUP BY project_id
+""")
+
+
 def usage(conn, project_ids, counted_types, servers_type):
     """{project_id: {resource: used}} under Nova's names:
     ``class:<class>`` summed over consumers of ``counted_types``,
@@ -80,11 +104,14 @@ def usage(conn, project_ids, counted_types, servers_type):
     found = {p: {} for p in project_ids}
     if not project_ids:
         return found
-    rows = conn.execute(_USAGE, {
-        'projects': sorted(set(project_ids)),
-        # ('' is how an untyped consumer is stored: never counted.)
-        'counted': sorted(counted_types) or ['(none)'],
-        'servers_type': servers_type})
+    params = {'projects': sorted(set(project_ids)),
+              # ('' is how an untyped consumer is stored: never counted.)
+              'counted': sorted(counted_types) or ['(none)'],
+              'servers_type': servers_type}
+    if prepared.applies(conn.dialect):
+        rows = _USAGE_PG.execute(conn, params)
+    else:
+        rows = conn.execute(_USAGE, params)
     for project_id, name, used in rows:
         resource = rule.SERVERS if name is None else rule.CLASS_PREFIX + name
         found[project_id][resource] = int(used)
