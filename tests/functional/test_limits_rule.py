@@ -316,3 +316,21 @@ def test_the_placement_api_is_judged_only_when_configured(
         CONF.clear_override('enforce_placement_api', 'quota')
         CONF.clear_override('auth_strategy', 'api')
     assert (first, second) == ((204, 403) if enforced else (204, 204))
+
+
+def test_a_claim_is_judged_like_an_allocate(keystone, host):
+    project = str(uuid.uuid4())
+    keystone.registered = {'class:VCPU': 4}
+    keystone.refresh()
+
+    def claim(vcpu):
+        return call('claim', items=[{
+            'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
+            'project_id': project, 'user_id': 'u',
+            'request': {'groups': [{'resources': {'VCPU': vcpu}}]}}])[
+            'items'][0]
+
+    placed = claim(3)
+    assert (placed['status'], placed['root_uuid']) == (200, host), placed
+    assert_fault(claim(2), 403, 'quota.exceeded')
+    assert claim(1)['status'] == 200
