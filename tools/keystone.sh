@@ -30,7 +30,7 @@ install() {
     if [ -x "$venv/bin/keystone-manage" ]; then
         return
     fi
-    python3 -m venv "$venv"
+    python3 -m venv --clear "$venv"  # a venv left half-made starts over
     "$venv/bin/pip" install -q --disable-pip-version-check \
         "$KEYSTONE" "$OSLO_LIMIT"
 }
