@@ -25,6 +25,7 @@ from allocworker.groups import membership as groups
 from allocworker import metrics
 from allocworker.metrics import tracing
 from allocworker.providers import rules as providers
+from allocworker.quota import report as limits
 from allocworker.scheduling import claims
 from allocworker.scheduling import lookup
 
@@ -41,6 +42,7 @@ CALLS = {fn.__name__: fn for fn in (
     groups.create_group, groups.delete_group, groups.add_members,
     groups.remove_members, groups.get_groups,
     lookup.get_allocation_candidates, claims.claim,
+    limits.get_limits,
 )}
 # Calls the RPC server may answer later (rpc_server.Later): the function
 # that starts one, with the arguments of the call's own in CALLS.

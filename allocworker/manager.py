@@ -7,9 +7,9 @@ from allocworker import calls
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.3 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.4 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.3')
+    target = messaging.Target(version='1.4')
 
     # 1.0
 
@@ -79,3 +79,8 @@ class Manager(object):
 
     def claim(self, context, **kwargs):
         return calls.answer(context, 'claim', kwargs)
+
+    # 1.4
+
+    def get_limits(self, context, **kwargs):
+        return calls.answer(context, 'get_limits', kwargs)

@@ -12,6 +12,8 @@ API version history:
             group_uuid to join.
     * 1.3 - Scheduling: get_allocation_candidates, claim (find where a
             consumer fits and write it there in one transaction).
+    * 1.4 - Project limits: get_limits; allocate and claim items may
+            answer 403 quota.exceeded ([quota] driver = unified_limits).
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -36,7 +38,7 @@ from allocworker.conf import CONF
 from allocworker.metrics import tracing
 from allocworker import rpc
 
-VERSION = '1.3'
+VERSION = '1.4'
 
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
@@ -223,3 +225,12 @@ class AllocWorkerAPI(object):
         """
         return self._call_keyed(context, 'claim', items, atomic, '1.3',
                                 timeout, retries)
+
+    # 1.4
+
+    def get_limits(self, context, project_id, timeout=None):
+        """The project's limits beside what it uses: one item per
+        limited resource, ``{"resource", "limit", "usage", "remaining"}``.
+        """
+        return self._call(context, 'get_limits', version='1.4',
+                          project_id=project_id, timeout=timeout)

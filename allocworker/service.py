@@ -30,6 +30,7 @@ from allocworker.metrics import tracing
 from allocworker import notifications
 from allocworker import rpc
 from allocworker import upkeep
+from allocworker.quota import limits
 
 LOG = logging.getLogger(__name__)
 # The parent's metrics endpoint (None when [metrics] port is 0).
@@ -138,6 +139,7 @@ def _child(index):
     db.configure(CONF)
     notifications.reset()
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
+    limits.start_reading()
     server.start()
     # What is alive now (modules, configuration, the RPC and database
     # machinery) lives as long as the process: a full collection need

@@ -3,7 +3,7 @@ the broker and database ceilings measured in the same run.
 
     .venv/bin/python -m benchmarks.run [--workers 2] [--mysql] [--quick]
                                        [--json] [--preload N] [--peers]
-                                       [--chart PNG] [--metrics]
+                                       [--chart PNG] [--metrics] [--limits]
     .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
 
 Starts ``allocworker-worker`` (``--workers`` processes) on the real
@@ -19,10 +19,11 @@ threaded server) is compared with a ``GET /`` round trip to the same
 server. Every row carries the CPU time per call (``cpu.py``).
 
 ``--peers`` adds Placement 16 and allocworker-api under uWSGI
-(``peers.py``), ``--chart`` draws throughput against concurrency
-(``chart.py``), and ``--candidates-scale`` runs only the allocation
-candidates scale benchmark (``candidates.py``) with the data loaded over
-HTTP, both servers under uWSGI, on PostgreSQL.
+(``peers.py``), ``--limits`` the allocate rows with project limits off and
+on, measured in turns (``limits.py``), ``--chart`` draws throughput
+against concurrency (``chart.py``), and ``--candidates-scale`` runs only
+the allocation candidates scale benchmark (``candidates.py``) with the
+data loaded over HTTP, both servers under uWSGI, on PostgreSQL.
 """
 
 import argparse
@@ -59,6 +60,7 @@ class Bench(object):
         self.database = database
         self.meter = cpu.Meter([database.rsplit('/', 1)[1].split('?')[0]])
         self.peers = self.metered = None
+        self.limits = None
         topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
         config = services.write_config(
             os.path.join(scratch, 'bench.conf'), database, topic,
@@ -147,6 +149,8 @@ class Bench(object):
             self.peers.close()
         if self.metered:
             self.metered.close()
+        if self.limits:
+            self.limits.close()
         self.api_process.terminate()
         self.api_process.wait()
         for p in self.noop:
@@ -310,6 +314,8 @@ class Bench(object):
                     self.put_allocations, c), noop_http)
             if self.peers:
                 self.peers.run(self, c)
+            if self.limits:
+                self.limits.run(c)
 
     def mixed(self):
         if random.random() < 0.3:
@@ -354,6 +360,10 @@ def main(argv=None):
     parser.add_argument('--metrics', action='store_true',
                         help='also the single allocate with metrics on '
                         'and off, in turns (metrics_overhead.py)')
+    parser.add_argument('--limits', action='store_true',
+                        help='also allocate with project limits on, beside '
+                        'the same rows with them off (limits.py; a real '
+                        'Keystone, installed on first use)')
     parser.add_argument('--chart', metavar='PNG',
                         help='draw throughput against concurrency')
     parser.add_argument('--candidates-scale', metavar='TREES',
@@ -388,6 +398,9 @@ def main(argv=None):
                     services.fresh_database('postgresql', scratch)), scratch)
             if args.metrics:
                 bench.metered = MetricsOverhead(bench, scratch)
+            if args.limits:
+                from benchmarks import limits
+                bench.limits = limits.Limits(bench, scratch)
             if args.preload:
                 started = time.monotonic()
                 bench.preload(args.preload)

@@ -17,6 +17,7 @@ from allocworker import codes
 from allocworker.groups import membership as groups
 from allocworker import metrics
 from allocworker import policy
+from allocworker.quota import judgement as limits
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
@@ -75,6 +76,9 @@ class Plan(object):
 
     def check(self):
         self._resolve_names()
+        # Project locks come first in the global lock order (then
+        # consumers, groups, providers); None when limits are off.
+        self.limits = limits.start(self.conn, self._live(), self._origin)
         self._lock_consumers()
         # Keys are looked up after the consumers are locked: a concurrent
         # writer of the same keyed item that committed before the lock
@@ -222,6 +226,9 @@ class Plan(object):
                 if faults:
                     self._fail(r, faults[r.index])
                     continue
+            if self.limits and self._over_limit(r):
+                continue
+            if self.groups.concerns(r):
                 self.groups.accept(r, roots)
                 self.warnings.update(warnings)
             running.update(after)
@@ -242,6 +249,24 @@ class Plan(object):
             [(r, self._roots_of(self._new_rows(r))) for r in self._live()])
         for index, fault in faults.items():
             self.faults.setdefault(index, fault)
+        if self.limits:
+            for index, fault in self.limits.judge_combined(
+                    [self._limit_item(r) for r in self._live()]).items():
+                self.faults.setdefault(index, fault)
+
+    def _limit_item(self, request):
+        """What the limits judge an item by."""
+        return (request, self._at(request),
+                self.consumers.get(request.consumer_uuid),
+                self._old_rows(request), self._new_rows(request),
+                self._origin(request).new_type)
+
+    def _over_limit(self, request):
+        """Fail the request if it grows its project past a limit."""
+        fault = self.limits.judge(*self._limit_item(request))
+        if fault is not None:
+            self._fail(request, fault)
+        return fault is not None
 
     def _blame_capacity(self, request, over, after):
         """Fail the request if it adds usage where ``over``; True if so."""

@@ -11,6 +11,7 @@ from allocworker.conf import events
 from allocworker.conf import metrics
 from allocworker.conf import paths
 from allocworker.conf import profiler
+from allocworker.conf import quota
 from allocworker.conf import scheduling
 from allocworker.conf import upgrade_levels
 from allocworker.conf import worker
@@ -26,3 +27,4 @@ api.register_opts(CONF)
 scheduling.register_opts(CONF)
 metrics.register_opts(CONF)
 profiler.register_opts(CONF)
+quota.register_opts(CONF)

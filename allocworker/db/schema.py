@@ -209,3 +209,11 @@ provider_aggregates = sa.Table(
     sa.Column('aggregate_uuid', sa.String(36), primary_key=True),
     sa.Index(None, 'aggregate_uuid'),
     **_mysql)
+
+# One row per project whose writes are judged against its limits: a write
+# locks its projects' rows first (project_id order), so concurrent writers
+# of one project serialize on that project alone (see db/quota.py).
+project_locks = sa.Table(
+    'project_locks', metadata,
+    sa.Column('project_id', sa.String(255), primary_key=True),
+    **_mysql)

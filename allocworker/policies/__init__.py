@@ -66,6 +66,9 @@ CALLS = [
     _rule('claim', ADMIN_SERVICE_OR_OWNER,
           'Find where a consumer fits and allocate it there; the target is '
           "the item's project (the allocate rule applies as well)"),
+    _rule('get_limits', ADMIN_SERVICE_OR_OWNER,
+          "Read a project's limits and what it uses; the target is that "
+          'project', 'call'),
     _rule('create_provider', ADMIN, 'Create a resource provider', 'call'),
     _rule('delete_provider', ADMIN, 'Delete a resource provider', 'call'),
     _rule('update_provider', ADMIN,

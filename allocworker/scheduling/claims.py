@@ -35,6 +35,7 @@ from allocworker.groups import affinity
 from allocworker import items as item_results
 from allocworker import notifications
 from allocworker import policy
+from allocworker.quota import judgement as limits
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
@@ -148,6 +149,9 @@ def _guarded(context, claims, changes, searches):
 
 def _transaction(context, claims, searches):
     with db.writer() as conn:
+        # Project limits: the claims' project locks come before their
+        # consumers' (allocate's global order); nothing when limits are off.
+        limits.lock(conn, [(c.request, context) for c in claims])
         existing = db_allocations.lock_consumers(
             conn, [c.request.consumer_uuid for c in claims])
         results, changes, faults = {}, [], {}

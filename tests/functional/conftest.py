@@ -7,6 +7,7 @@ import pytest
 
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from tests.functional import keystone as keystone_service
 from tests.functional import services
 
 
@@ -60,6 +61,32 @@ def rpc(request, database, scratch, topic, worker_count):
     client = services.BareClient(topic)
     worker = services.Worker(config).start(client)
     client.worker = worker
+    yield client
+    assert worker.stop() == 0
+
+
+@pytest.fixture(scope='module')
+def keystone(tmp_path_factory):
+    """A real Keystone (tools/keystone.sh) with default limits of 1000
+    VCPU and 1000 servers registered for allocworker's service."""
+    found = keystone_service.Keystone(
+        str(tmp_path_factory.mktemp('keystone'))).start()
+    found.registered_limit('class:VCPU', 1000)
+    found.registered_limit('servers', 1000)
+    yield found
+    found.stop()
+
+
+@pytest.fixture(scope='module')
+def limited_rpc(request, database, scratch, topic, keystone, worker_count):
+    """As ``rpc``, with workers judging by ``keystone``'s limits."""
+    limits = keystone_service.WORKER_CONFIG.format(stale_seconds=getattr(
+        request.module, 'STALE_SECONDS', 60))
+    config = services.write_config(
+        '%s/worker.conf' % scratch, database, topic, workers=worker_count,
+        extra=limits + keystone.oslo_limit_config())
+    client = services.BareClient(topic)
+    worker = services.Worker(config).start(client)
     yield client
     assert worker.stop() == 0
 

@@ -12,7 +12,7 @@ DESIGN_TABLE = {
     (409, 'inventory.not_found'), (409, 'allocation.unit_violation'),
     (409, 'inventory.in_use'), (409, 'provider.in_use'),
     (409, 'provider.exists'), (409, 'group.policy_violation'),
-    (409, 'group.exists'), (404, 'group.not_found'),
+    (409, 'group.exists'), (404, 'group.not_found'), (403, 'quota.exceeded'),
     (400, 'group.not_found'), (409, 'idempotency.key_reused'),
     (424, 'batch.aborted'), (202, 'event.held'), (500, 'internal_error'),
 }

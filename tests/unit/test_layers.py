@@ -16,9 +16,10 @@ LAYERS = [
     # Pure rules inside the service-layer packages sit at the bottom.
     ('allocworker.allocations.capacity', 1),
     ('allocworker.groups.affinity', 1),
+    ('allocworker.quota.rule', 1),
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),
-    ('allocworker.scheduling', 4),
+    ('allocworker.scheduling', 4), ('allocworker.quota', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),
     ('allocworker.retry', 3), ('allocworker.policy', 3),
     ('allocworker.items', 3),

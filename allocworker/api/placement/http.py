@@ -19,6 +19,8 @@ import jsonschema
 import microversion_parse
 from oslo_context import context as oslo_context
 
+from allocworker.quota import judgement as limits
+
 MIN_VERSION = (1, 0)
 MAX_VERSION = (1, 39)
 VERSIONS = ['1.%d' % n for n in range(MIN_VERSION[1], MAX_VERSION[1] + 1)]
@@ -66,7 +68,8 @@ class Request(object):
         self.path = environ.get('PATH_INFO', '') or '/'
         self.query = urllib.parse.parse_qs(
             environ.get('QUERY_STRING', ''), keep_blank_values=True)
-        self.context = oslo_context.RequestContext.from_environ(environ)
+        self.context = limits.placement_api(
+            oslo_context.RequestContext.from_environ(environ))
         self.version = _version(environ)
 
     def at_least(self, minor):

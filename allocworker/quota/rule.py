@@ -1,0 +1,53 @@
+"""The limit rule, pure: what a consumer counts, and when a change of a
+project's usage is refused.
+
+Resources carry Nova's names: ``class:<resource class>`` sums the
+allocations of consumers whose type counts, ``servers`` counts
+``INSTANCE`` consumers. A change is refused only when it grows a resource
+above its limit; one that shrinks or keeps usage passes even over a
+limit (a limit lowered in Keystone must not trap a project).
+"""
+
+import collections
+
+SERVERS = 'servers'
+SERVERS_TYPE = 'INSTANCE'
+CLASS_PREFIX = 'class:'
+
+Refusal = collections.namedtuple(
+    'Refusal', ['resource', 'limit', 'usage', 'request'])
+
+
+def counted(consumer_type, rows, counted_types):
+    """{resource: amount} that a consumer of ``consumer_type`` holding
+    ``rows`` ({(provider, class name): used}) counts."""
+    found = collections.Counter()
+    if not rows:
+        return found
+    if consumer_type in counted_types:
+        for (_provider, name), used in rows.items():
+            found[CLASS_PREFIX + name] += used
+    if consumer_type == SERVERS_TYPE:
+        found[SERVERS] = 1
+    return found
+
+
+def refusal(limits, usage, delta):
+    """The first (by resource name) limited resource that ``delta`` grows
+    above its limit, as a Refusal, or None."""
+    for resource in sorted(delta):
+        grows = delta[resource]
+        if grows <= 0 or resource not in limits:
+            continue
+        used = usage.get(resource, 0)
+        if used + grows > limits[resource]:
+            return Refusal(resource, limits[resource], used, grows)
+    return None
+
+
+def over(limits, before, after):
+    """Limited resources whose usage grows from ``before`` to ``after``
+    and ends above the limit."""
+    return {resource for resource, limit in limits.items()
+            if after.get(resource, 0) > before.get(resource, 0) and
+            after.get(resource, 0) > limit}

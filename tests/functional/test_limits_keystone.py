@@ -1,0 +1,63 @@
+"""Project limits from a real Keystone (tools/keystone.sh), enforced by
+worker processes over RPC: the boot storm of one project on every
+backend. test_limits_keystone_life.py has the rest (limits changing,
+Keystone stopping and starting)."""
+
+import os
+import uuid
+
+import pytest
+
+from tests.functional import services
+from tests.functional.helpers import (alloc_item, assert_fault, in_parallel,
+                                      one, provider)
+
+
+def boot(rpc, project, host, vcpu=1):
+    return one(rpc.allocate(items=[alloc_item(
+        str(uuid.uuid4()), {host: {'VCPU': vcpu}}, project=project)]))
+
+
+def test_64_concurrent_boots_against_a_limit_of_10_give_exactly_10(
+        limited_rpc, keystone):
+    rpc = limited_rpc
+    project = keystone.project('storm-%s' % uuid.uuid4().hex[:8])
+    keystone.project_limit(project, 'servers', 10)
+    other = keystone.project('calm-%s' % uuid.uuid4().hex[:8])
+    host, _gen = provider(rpc, {'VCPU': {'total': 1000}})
+    results = in_parallel(lambda n: boot(rpc, project, host), range(64),
+                          clients=64)
+    statuses = sorted(r['status'] for r in results)
+    assert statuses == [200] * 10 + [403] * 54, [
+        r for r in results if r['status'] not in (200, 403)]
+    refused = [r for r in results if r['status'] == 403]
+    assert_fault(refused[0], 403, 'quota.exceeded')
+    assert 'servers' in refused[0]['detail']
+    limits = {i['resource']: i for i in
+              rpc.get_limits(project_id=project)['items']}
+    assert (limits['servers']['usage'], limits['servers']['remaining']) == \
+        (10, 0)
+    assert limits['class:VCPU']['usage'] == 10
+    # Other projects are not held back by the full one.
+    assert boot(rpc, other, host)['status'] == 200
+
+
+def test_manage_quota_show_prints_a_bar_per_resource(
+        limited_rpc, keystone, backend, scratch):
+    if backend != 'sqlite':
+        pytest.skip('the command reads as on any backend; once is enough')
+    rpc = limited_rpc
+    project = keystone.project('show-%s' % uuid.uuid4().hex[:8])
+    keystone.project_limit(project, 'servers', 4)
+    host, _gen = provider(rpc, {'VCPU': {'total': 1000}})
+    assert boot(rpc, project, host, vcpu=3)['status'] == 200
+    assert boot(rpc, project, host, vcpu=3)['status'] == 200
+    shown = services.manage(os.path.join(scratch, 'worker.conf'), 'quota',
+                            'show', '--project', project).stdout
+    rows = {line.split()[0]: line.split()
+            for line in shown.splitlines()[2:]}
+    assert rows['servers'][1:5] == ['4', '2', '2', '[##########..........]']
+    assert rows['class:VCPU'][1:4] == ['1000', '6', '994']
+    denied = services.manage(os.path.join(scratch, 'worker.conf'), 'quota',
+                             'show', check=False)
+    assert denied.returncode == 2

@@ -1,0 +1,105 @@
+"""The per-process keeping of project limits (quota/limits.py), and the
+pure rule (quota/rule.py)."""
+
+import collections
+
+import pytest
+
+from allocworker.conf import CONF
+from allocworker.quota import limits
+from allocworker.quota import rule
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class Keystone(object):
+    def __init__(self):
+        self.down = False
+        self.reads = 0
+        self.registered = {'class:VCPU': 8}
+        self.projects = {'p': {'class:VCPU': 2}}
+
+    def __call__(self):
+        self.reads += 1
+        if self.down:
+            raise ConnectionError('keystone is down')
+        return self.registered, self.projects
+
+
+@pytest.fixture
+def source():
+    CONF([], project='allocworker', default_config_files=[])
+    CONF.set_override('refresh_seconds', 10, 'quota')
+    CONF.set_override('stale_seconds', 30, 'quota')
+    clock, keystone = Clock(), Keystone()
+    found = limits.Source(keystone, clock)
+    found._start = lambda: None  # the refresher thread is driven by hand
+    yield found, clock, keystone
+    CONF.clear_override('refresh_seconds', 'quota')
+    CONF.clear_override('stale_seconds', 'quota')
+
+
+def test_project_limits_override_the_registered_defaults(source):
+    found, _clock, _keystone = source
+    assert found.current().of('p') == {'class:VCPU': 2}
+    assert found.current().of('q') == {'class:VCPU': 8}
+
+
+def test_the_last_limits_hold_for_stale_seconds_after_keystone_fails(
+        source):
+    found, clock, keystone = source
+    found.current()
+    keystone.down = True
+    clock.now += 10
+    found.refresh()
+    clock.now += 29
+    assert found.current().of('p') == {'class:VCPU': 2}
+    clock.now += 2
+    with pytest.raises(limits.Unavailable):
+        found.current()
+    keystone.down = False
+    keystone.projects = {}
+    found.refresh()
+    assert found.current().of('p') == {'class:VCPU': 8}
+
+
+def test_a_process_that_never_read_waits_for_keystone_only_now_and_then(
+        source):
+    found, clock, keystone = source
+    keystone.down = True
+    for _ in range(5):
+        with pytest.raises(limits.Unavailable):
+            found.current()
+    assert keystone.reads == 1
+    clock.now += limits.RETRY_SECONDS + 1
+    keystone.down = False
+    assert found.current().of('q') == {'class:VCPU': 8}
+    assert keystone.reads == 2
+
+
+def test_what_a_consumer_counts():
+    rows = {(1, 'VCPU'): 2, (2, 'VCPU'): 1, (1, 'MEMORY_MB'): 512}
+    assert rule.counted('INSTANCE', rows, {'INSTANCE'}) == {
+        'class:VCPU': 3, 'class:MEMORY_MB': 512, 'servers': 1}
+    assert rule.counted('MIGRATION', rows, {'INSTANCE'}) == {}
+    assert rule.counted('INSTANCE', {}, {'INSTANCE'}) == {}
+    assert rule.counted('VOLUME', rows, {'INSTANCE', 'VOLUME'}) == {
+        'class:VCPU': 3, 'class:MEMORY_MB': 512}
+
+
+def test_only_growth_past_a_limit_is_refused():
+    limits_ = {'class:VCPU': 4, 'servers': 1}
+    usage = {'class:VCPU': 6, 'servers': 1}
+    delta = collections.Counter({'class:VCPU': -1, 'servers': 0})
+    assert rule.refusal(limits_, usage, delta) is None
+    delta = collections.Counter({'class:VCPU': 1})
+    assert rule.refusal(limits_, usage, delta) == rule.Refusal(
+        'class:VCPU', 4, 6, 1)
+    assert rule.refusal(limits_, {}, collections.Counter(
+        {'class:VCPU': 4, 'class:DISK_GB': 100})) is None
