@@ -53,11 +53,12 @@ pid_of() {   # N: the node's mariadbd pid, from its pid file or command line
         pid=$(pgrep -f -- "--defaults-file=$(dir "$n")/node.cnf" |
               head -1 || true)
     fi
-    [ -z "$pid" ] || echo "$pid"
+    [ -n "$pid" ] || return 1
+    echo "$pid"
 }
 
 alive() {   # PID: running, not a zombie waiting to be reaped
-    [ -r "/proc/$1/stat" ] && ! awk '{ exit $3 != "Z" }' "/proc/$1/stat"
+    [ -n "$1" ] && [ -r "/proc/$1/stat" ] && ! awk '{ exit $3 != "Z" }' "/proc/$1/stat"
 }
 
 running() {

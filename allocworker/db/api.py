@@ -60,8 +60,13 @@ def _engine_options(conf):
     options = dict(connection=db.connection, sqlite_fk=True,
                    max_retries=db.max_retries,
                    retry_interval=db.retry_interval)
+    # mysql_wsrep_sync_wait: on Galera, reads wait until the node has
+    # applied every write set the cluster committed before them (oslo.db
+    # sets it per connection). Writes never need it: they lock the rows
+    # they judge, and through HAProxy they all reach one node anyway.
     for name in ('max_pool_size', 'max_overflow', 'pool_timeout',
-                 'connection_recycle_time', 'mysql_sql_mode'):
+                 'connection_recycle_time', 'mysql_sql_mode',
+                 'mysql_wsrep_sync_wait'):
         options[name] = getattr(db, name)
     return options
 
