@@ -11,8 +11,10 @@ lost, every uuid's generations strictly increasing, the audit clean (no
 overcommit) and the same table checksums on all three nodes. Only this
 cluster's own nodes and HAProxy are started and stopped here."""
 
+import json
 import os
 import signal
+import subprocess
 import time
 import uuid
 
@@ -219,3 +221,30 @@ def test_node_with_lost_data_rejoins_by_full_transfer_from_a_standby(
     assert galera.writer() == writer
     time.sleep(3)
     end(load, 'full transfer', client, galera, database_name)
+
+
+def upgrade_check(config):
+    result = subprocess.run(
+        [os.path.join(services.BIN, 'allocworker-status'), '--config-file',
+         config, 'upgrade', 'check', '--json'], capture_output=True,
+        text=True, timeout=120)
+    return result.returncode, {c['check']: c for c in
+                               json.loads(result.stdout)['checks']}
+
+
+def test_upgrade_check_warns_of_settings_that_lose_commits(galera, client):
+    """Through HAProxy: the cluster as the script starts it passes; the
+    writer set to flush its log once a second is a warning."""
+    config = client.worker.config_file
+    code, checks = upgrade_check(config)
+    assert code == 0, checks
+    writer = galera.writer()
+    galera.sql(writer, 'SET GLOBAL innodb_flush_log_at_trx_commit = 2')
+    try:
+        code, checks = upgrade_check(config)
+    finally:
+        galera.sql(writer, 'SET GLOBAL innodb_flush_log_at_trx_commit = 1')
+    durability = checks['Acknowledged commits survive a crash']
+    assert code == 1, checks
+    assert durability['details'].startswith(
+        'innodb_flush_log_at_trx_commit = 2: commits acknowledged')
