@@ -84,6 +84,18 @@ def write(fn, *args, **kwargs):
     return result
 
 
+def read(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a whole read; if it met the database
+    unavailable, run again under the same policy (nothing is added to a
+    read that succeeds at once)."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if cause(exc) != 'unavailable':
+            raise
+    return write(fn, *args, **kwargs)
+
+
 _policies = {}
 
 

@@ -179,6 +179,28 @@ class KeyedRewrites(Load):
     def __init__(self, rpc, hosts, clients=6, batch=10, rpc_timeout=8):
         super().__init__(rpc, hosts, clients, batch, rpc_timeout)
         self.history = collections.defaultdict(list)   # uuid -> [gen|None]
+        self.read_statuses = collections.Counter()
+
+    def start(self):
+        super().start()
+        reader = threading.Thread(target=self._reader, daemon=True)
+        reader.start()
+        self.threads.append(reader)
+        return self
+
+    def _reader(self):
+        """Reads beside the writes, every 0.2 s: their whole-request
+        statuses (a read that met the failover runs again in the
+        worker, so none may be 500)."""
+        while not self.stopping.is_set():
+            try:
+                answer = self.rpc.call('get_usages', provider_uuids=list(
+                    self.hosts), rpc_timeout=self.rpc_timeout)
+                with self.lock:
+                    self.read_statuses[answer['status']] += 1
+            except Exception as error:
+                self._count('read ' + type(error).__name__)
+            time.sleep(0.2)
 
     def _client(self, n):
         owned = {}
@@ -260,6 +282,8 @@ def finish(load, name, worker, galera, database, allowed=((200, None),)):
     assert load.figures['calls answered'] == load.figures['calls made']
     assert set(load.statuses) <= set(allowed), dict(load.statuses)
     assert load.generations_out_of_order() == []
+    print('reads beside: statuses %s' % dict(load.read_statuses))
+    assert set(load.read_statuses) == {200}
     faults.audit_clean(worker)
     galera.await_synced()
     sums = galera.checksums(database)

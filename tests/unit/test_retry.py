@@ -198,3 +198,17 @@ def test_driver_errors_met_while_connecting_are_unavailable():
         'unavailable'
     assert retry.cause(pymysql.err.OperationalError(1146, 'no table')) \
         is None
+
+
+def test_a_read_is_run_again_only_when_the_database_was_unavailable(
+        budget, monkeypatch):
+    monkeypatch.setattr(retry, 'UNAVAILABLE_WAIT',
+                        retry.tenacity.wait_fixed(0.01))
+    error = mysql_error(2013, 'Lost connection', db_exc.DBConnectionError)
+    fn, calls = losing(4, lambda _message: error)
+    assert retry.read(fn, 'v') == 'v'
+    assert len(calls) == 5
+    fn, calls = losing(1, db_exc.DBDeadlock)
+    with pytest.raises(db_exc.DBDeadlock):
+        retry.read(fn, 'v')
+    assert len(calls) == 1
