@@ -5,10 +5,13 @@ usages, a lagging replica that never changes a write's outcome, and the
 replica promoted under keyed load after the primary crashed, with
 synchronous_commit = remote_apply: nothing acknowledged lost."""
 
+import json
 import os
 import shutil
 import subprocess
 import time
+import urllib.error
+import urllib.request
 import uuid
 
 import pytest
@@ -124,6 +127,65 @@ def test_a_lagging_replica_serves_listings_but_never_judges_a_write(
     replayed()
     listed, = client.list_allocations(provider_uuid=host)['items']
     assert listed['consumer_generation'] == rewrite['consumer_generation']
+
+
+def shim(base, method, path, body=None):
+    """(status, body) of a Placement API request at microversion 1.28."""
+    request = urllib.request.Request(
+        base + path, method=method,
+        data=json.dumps(body).encode() if body is not None else None,
+        headers={'x-auth-token': 'admin', 'content-type': 'application/json',
+                 'openstack-api-version': 'placement 1.28'})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b'{}')
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b'{}')
+
+
+def test_the_shims_stale_candidates_are_refused_by_the_write(client):
+    """[api] stale_reads: GET /allocation_candidates and the provider
+    list read the paused replica, which still shows a full provider
+    with room; the allocation written for that candidate is judged on
+    the primary and refused."""
+    host, _ = provider(client, {'VCPU': {'total': 2}})
+    replayed()
+    port = services.free_port()
+    config = services.write_config(
+        os.path.join(client.scratch, 'stale-api.conf'),
+        '%s/%s' % (script('url'), client.database), 'unused',
+        extra='[database]\nslave_connection = %s/%s\n[api]\n'
+              'auth_strategy = noauth2\nport = %d\nstale_reads = true\n'
+        % (script('url', 'replica'), client.database, port))
+    api = subprocess.Popen([os.path.join(services.BIN, 'allocworker-api'),
+                            '--config-file', config],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    base = 'http://127.0.0.1:%d' % port
+    script('async')
+    script('pause')
+    try:
+        services.wait_for_http(base)
+        assert allocate(client, str(uuid.uuid4()),
+                        {host: {'VCPU': 2}})['status'] == 200
+        status, found = shim(base, 'GET',
+                             '/allocation_candidates?resources=VCPU:1')
+        assert status == 200
+        assert host in found['provider_summaries']
+        status, listed = shim(base, 'GET', '/resource_providers?'
+                              'resources=VCPU:1')
+        assert host in [p['uuid'] for p in listed['resource_providers']]
+        status, refused = shim(base, 'PUT', '/allocations/%s' % uuid.uuid4(),
+                               {'allocations': {host: {'resources':
+                                                       {'VCPU': 1}}},
+                                'project_id': 'p', 'user_id': 'u',
+                                'consumer_generation': None})
+        assert status == 409, refused
+    finally:
+        script('resume')
+        script('sync')
+        api.terminate()
+        api.wait()
 
 
 def test_promotion_under_load_loses_nothing_with_remote_apply(client):
