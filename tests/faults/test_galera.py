@@ -248,3 +248,45 @@ def test_upgrade_check_warns_of_settings_that_lose_commits(galera, client):
     assert code == 1, checks
     assert durability['details'].startswith(
         'innodb_flush_log_at_trx_commit = 2: commits acknowledged')
+
+
+def readers_sessions(galera):
+    """Connections HAProxy's readers listener has taken so far."""
+    for line in galera.script('haproxy', 'show stat').splitlines():
+        fields = line.split(',')
+        if fields[:2] == ['galera_readers', 'FRONTEND']:
+            return int(fields[7])
+    raise AssertionError('no galera_readers frontend in HAProxy stats')
+
+
+def test_other_nodes_serve_stale_reads_through_the_readers_listener(
+        galera, client, database_name, scratch, hosts):
+    """[database] slave_connection on HAProxy's second listener (all three
+    nodes, least connections): listings are read there, and with
+    mysql_wsrep_sync_wait = 1 they still show a write just made through
+    the writer."""
+    topic = 'aw-galera-readers-%s' % uuid.uuid4().hex[:8]
+    config = services.write_config(
+        os.path.join(scratch, 'galera-readers.conf'),
+        '%s/%s?charset=utf8mb4' % (cluster.WRITER_URL, database_name), topic,
+        extra='[database]\nslave_connection = %s/%s?charset=utf8mb4\n'
+              'mysql_wsrep_sync_wait = 1\n'
+        % (cluster.READER_URL, database_name))
+    reader = services.BareClient(topic)
+    worker = services.Worker(config).start(reader)
+    try:
+        before = readers_sessions(galera)
+        consumer = str(uuid.uuid4())
+        assert allocate_one(client, consumer, hosts[0])['status'] == 200
+        listed = reader.list_allocations(provider_uuid=hosts[0])
+        assert listed['status'] == 200
+        assert consumer in [i['consumer_uuid'] for i in listed['items']]
+        assert readers_sessions(galera) > before
+    finally:
+        assert worker.stop() == 0
+        reader.transport.cleanup()
+
+
+def allocate_one(rpc, consumer, host):
+    return rpc.call('allocate', items=[alloc_item(
+        consumer, {host: {'VCPU': 1}})])['items'][0]
