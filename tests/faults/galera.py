@@ -288,36 +288,3 @@ def finish(load, name, worker, galera, database, allowed=((200, None),)):
     galera.await_synced()
     sums = galera.checksums(database)
     assert sums[1] == sums[2] == sums[3], sums
-
-
-class Probe(object):
-    """Calls every 0.2 s in a thread: the longest time without an
-    answer (the window clients saw the cluster unavailable)."""
-
-    def __init__(self, rpc):
-        self.rpc = rpc
-        self.stopping = threading.Event()
-        self.worst_gap = 0.0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def _run(self):
-        last = time.monotonic()
-        while not self.stopping.is_set():
-            try:
-                self.rpc.call('list_resource_classes', rpc_timeout=2)
-                now = time.monotonic()
-                self.worst_gap = max(self.worst_gap, now - last)
-                last = now
-            except Exception:
-                pass
-            time.sleep(0.2)
-        self.worst_gap = max(self.worst_gap, time.monotonic() - last)
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join(10)
-        return self.worst_gap
