@@ -33,10 +33,6 @@ SST_PORT0=14580
 WRITER_PORT=3320
 READER_PORT=3321
 PROVIDER=/usr/lib/galera/libgalera_smm.so
-# The write-set cache a returning node's IST is served from; small here,
-# so a test can outrun it (production: the writes of the longest absence
-# to be covered by IST, often 1G or more).
-GCACHE_SIZE=${AW_GALERA_GCACHE_SIZE:-32M}
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 
 dir() { echo "$BASE/node$1"; }
@@ -122,7 +118,7 @@ wsrep_sst_receive_address = 127.0.0.1:$((SST_PORT0 + n))
 wsrep_slave_threads = 2
 # A peer that stops answering is suspected after 3 s and evicted after 6 s
 # (defaults 5 s / 15 s), so the two others go on sooner.
-wsrep_provider_options = "ist.recv_addr=127.0.0.1:$((IST_PORT0 + n));gcache.size=$GCACHE_SIZE;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.keepalive_period=PT1S;evs.inactive_check_period=PT0.5S"
+wsrep_provider_options = "ist.recv_addr=127.0.0.1:$((IST_PORT0 + n));gcache.size=64M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.keepalive_period=PT1S;evs.inactive_check_period=PT0.5S"
 EOF
 }
 

@@ -144,25 +144,6 @@ def fresh_database(name):
     return '%s/%s?charset=utf8mb4' % (WRITER_URL, name)
 
 
-def write_filler(name, megabytes):
-    """``megabytes`` of write sets through the writer, in 1 MB rows of a
-    table of their own (dropped again): more than a node's write-set
-    cache, so a node away meanwhile cannot catch up by IST."""
-    engine = sa.create_engine('%s/%s' % (WRITER_URL, name),
-                              poolclass=sa.pool.NullPool)
-    with engine.connect() as conn:
-        conn.exec_driver_sql('CREATE TABLE gcache_filler '
-                             '(n INTEGER PRIMARY KEY, b LONGBLOB)')
-        conn.commit()
-        for n in range(megabytes):
-            conn.exec_driver_sql('INSERT INTO gcache_filler VALUES (%s, %s)',
-                                 (n, os.urandom(1 << 20)))
-            conn.commit()
-        conn.exec_driver_sql('DROP TABLE gcache_filler')
-        conn.commit()
-    engine.dispose()
-
-
 def drop_database(name):
     engine = sa.create_engine(WRITER_URL + '/', poolclass=sa.pool.NullPool,
                               isolation_level='AUTOCOMMIT')

@@ -193,27 +193,29 @@ def test_every_node_killed_then_recovered_by_the_script(
     end(load, 'every node killed', client, galera, database_name)
 
 
-def test_node_away_past_the_write_set_cache_rejoins_by_full_transfer(
+def test_node_with_lost_data_rejoins_by_full_transfer_from_a_standby(
         galera, client, library, hosts, database_name):
-    """A standby away while the cluster wrote more than its write-set
-    cache holds (gcache.size, 32M here) cannot get an IST and needs a
-    full copy (SST, which blocks its donor): the script names the other
-    standby as donor, so the writer never stalls for it."""
+    """A standby whose data is gone needs a full copy (SST, which blocks
+    its donor): the script names the other standby as donor, so the
+    writer never stalls for it."""
     writer = galera.writer()
     away, donor = [n for n in cluster.NODES if n != writer]
     load = KeyedRewrites(library, hosts, rpc_timeout=CALL_TIMEOUT).start()
     time.sleep(3)
     galera.kill(away)
-    cluster.write_filler(database_name, megabytes=48)
+    time.sleep(1)
+    data = os.path.join(cluster.BASE, 'node%d' % away, 'data')
+    os.rename(os.path.join(data, 'grastate.dat'),
+              os.path.join(data, 'grastate.dat.lost'))
     offset = galera.log_size(away)
     began = time.monotonic()
     galera.script('start')
     rejoined = time.monotonic() - began
     log = galera.log_since(away, offset)
     selected = [line for line in log.splitlines() if 'as donor' in line]
-    print('\ngalera%d away past the write-set cache: back by full transfer '
-          'in %.1f s; %s' % (away, rejoined, selected[-1].split('WSREP: ')[-1]
-                             if selected else 'no donor line'))
+    print('\ngalera%d without its state: back by full transfer in %.1f s; '
+          '%s' % (away, rejoined, selected[-1].split('WSREP: ')[-1]
+                  if selected else 'no donor line'))
     assert 'rsync SST completed on joiner' in log
     assert selected and '(galera%d)' % donor in selected[-1]
     assert galera.writer() == writer
