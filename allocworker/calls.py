@@ -26,6 +26,7 @@ from allocworker import metrics
 from allocworker.metrics import tracing
 from allocworker.providers import rules as providers
 from allocworker.quota import report as limits
+from allocworker import retry
 from allocworker.scheduling import claims
 from allocworker.scheduling import lookup
 
@@ -47,6 +48,12 @@ CALLS = {fn.__name__: fn for fn in (
 # Calls the RPC server may answer later (rpc_server.Later): the function
 # that starts one, with the arguments of the call's own in CALLS.
 LATER = {'wait_for_events': watch.start_wait}
+# Calls that only read: one that meets a database failing over runs
+# again whole (it writes nothing; writes retry per transaction inside).
+READS = frozenset([
+    'get_allocations', 'list_allocations', 'list_consumers',
+    'get_providers', 'get_usages', 'list_resource_classes', 'get_groups',
+    'get_allocation_candidates'])
 # Binding arguments is per call; reading a signature is not.
 _SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}
 # (call, argument names) that bound: whether arguments bind depends on
@@ -81,7 +88,10 @@ def _answer(context, name, kwargs):
     service_call = CALLS[name]
     try:
         _check_arguments(name, context, kwargs)
-        items = service_call(context, **kwargs)
+        if name in READS:
+            items = retry.read(service_call, context, **kwargs)
+        else:
+            items = service_call(context, **kwargs)
     except codes.Fault as fault:
         return codes.request_error(request_id, fault)
     except Exception:

@@ -64,7 +64,7 @@ def consumer_item(consumer, allocations):
 
 def list_allocations(context, provider_uuid):
     provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
-    with db.reader() as conn:
+    with db.stale_reader() as conn:   # a listing: may be a moment stale
         exists, held = db_allocations.on_provider(conn, provider_uuid)
     if not exists:
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
@@ -89,7 +89,7 @@ def list_consumers(context, project_id=None, limit=1000, marker=None):
         if project_id not in (None, context.project_id):
             return []
         project_id = context.project_id
-    with db.reader() as conn:
+    with db.stale_reader() as conn:   # a listing: may be a moment stale
         page = db_allocations.page(conn, project_id, limit, marker)
     return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
              'project_id': c.project_id, 'user_id': c.user_id,

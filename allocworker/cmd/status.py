@@ -8,6 +8,7 @@ import oslo_messaging as messaging
 
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker.db import durability
 from allocworker.db import migration
 from allocworker import rpc
 
@@ -40,6 +41,21 @@ class Checks(upgradecheck.UpgradeCommands):
                           '"allocworker-manage db sync"' % (current, head))
         return Result(Code.SUCCESS)
 
+    def _check_durability(self):
+        """Settings that lose acknowledged writes: a warning, since the
+        books stay consistent but a crash or failover can undo answers."""
+        try:
+            db.configure(CONF)
+            with db.reader() as conn:
+                found = durability.risks(
+                    conn, CONF.database.connection_recycle_time)
+        except Exception as exc:
+            return Result(Code.FAILURE, 'cannot read the database '
+                          'settings: %s' % str(exc).splitlines()[0])
+        if found:
+            return Result(Code.WARNING, '; '.join(found))
+        return Result(Code.SUCCESS)
+
     def _check_broker(self):
         try:
             rpc.get_transport()  # registers [DEFAULT] transport_url
@@ -66,6 +82,7 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (
         ('Database reachable', _check_database),
         ('Schema at head', _check_schema),
+        ('Acknowledged commits survive a crash', _check_durability),
         ('Message broker reachable', _check_broker),
     )
 

@@ -25,6 +25,16 @@ api_opts = [
                      'randomize_allocation_candidates). When False, '
                      'candidates come in the order their root providers '
                      'were created.'),
+    cfg.BoolOpt('stale_reads', default=False,
+                help='Serve GET /allocation_candidates and the provider '
+                     'lists of GET /resource_providers from [database] '
+                     'slave_connection (a replica, or Galera\'s backup '
+                     'nodes), which may be a moment behind the writer. '
+                     'A claim or allocation is still judged on the '
+                     'writer, so a stale candidate can only be refused '
+                     '(409), never overcommit. Listings and usages '
+                     '(list_allocations, list_consumers, get_usages) use '
+                     'slave_connection whenever it is set.'),
 ]
 
 

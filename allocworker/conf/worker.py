@@ -42,6 +42,17 @@ worker_opts = [
     cfg.FloatOpt('retry_max_wait', default=0.2, min=0,
                  help='Upper bound, in seconds, of the random back-off '
                       'between concurrent-update retries.'),
+    cfg.FloatOpt('retry_unavailable_seconds', default=30, min=0,
+                 help='How long a write transaction is tried again, with '
+                      'exponential back-off (at most 2 s apart), while the '
+                      'database is unavailable: connection lost (MySQL '
+                      '2006, 2013), a Galera node not ready or outside the '
+                      'Primary Component (1047), a COMMIT it could not '
+                      'replicate (1180). Cover your failover time (HAProxy '
+                      'moving to a backup node: about 3-10 s); keep it '
+                      'below the callers\' RPC timeout. After that the '
+                      'item answers 500, and while the database stays '
+                      'unavailable later transactions try only once.'),
     cfg.IntOpt('upkeep_interval', default=60, min=1,
                help='Seconds between runs of the worker task that expires '
                     'events and prunes old generation counter rows.'),

@@ -35,15 +35,20 @@ def configure(conf):
         engine = facade.writer.get_engine()
         _tune(engine)
         traced.engine(engine)
+        stale = facade.reader.get_engine()   # slave_connection, if set
+        if stale is not engine:
+            _tune(stale)
+            traced.engine(stale)
         _facade = facade
         _writes = _reads = None
         if engine.dialect.name != 'sqlite':
             size = conf.database.max_pool_size or 5
             recycle = conf.database.connection_recycle_time
             _writes = kept.Keeper(engine, {}, size, recycle)
-            _reads = kept.Keeper(facade.reader.get_engine(),
-                                 {'isolation_level': 'AUTOCOMMIT'}, size,
-                                 recycle)
+            # On the writer too: the reads kept connections serve (a
+            # consumer's allocations and generation) guard callers' writes.
+            _reads = kept.Keeper(engine, {'isolation_level': 'AUTOCOMMIT'},
+                                 size, recycle)
 
 
 def _make_sqlite_directory(url):
@@ -60,8 +65,14 @@ def _engine_options(conf):
     options = dict(connection=db.connection, sqlite_fk=True,
                    max_retries=db.max_retries,
                    retry_interval=db.retry_interval)
+    # mysql_wsrep_sync_wait: on Galera, reads wait until the node has
+    # applied every write set the cluster committed before them (oslo.db
+    # sets it per connection). Writes never need it: they lock the rows
+    # they judge, and through HAProxy they all reach one node anyway.
+    # slave_connection: the asynchronous reader of ``stale_reader()``.
     for name in ('max_pool_size', 'max_overflow', 'pool_timeout',
-                 'connection_recycle_time', 'mysql_sql_mode'):
+                 'connection_recycle_time', 'mysql_sql_mode',
+                 'mysql_wsrep_sync_wait', 'slave_connection'):
         options[name] = getattr(db, name)
     return options
 
@@ -119,6 +130,20 @@ def snapshot():
     commits). SQLite's reader transaction is one WAL snapshot already."""
     with _get_facade().reader.connection.using(_Scope()) as conn:
         if conn.dialect.name != 'sqlite':
+            conn.exec_driver_sql(
+                'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+        yield conn
+
+
+@contextlib.contextmanager
+def stale_reader(snapshot=False):
+    """A read that may be a moment stale: on ``[database]
+    slave_connection`` when one is set (a replica, or Galera's other
+    nodes), else as ``reader()`` (``snapshot()`` with ``snapshot``).
+    Listings and reporting only: a read that decides a write is made
+    inside that write's transaction, on the writer."""
+    with _get_facade().reader.async_.connection.using(_Scope()) as conn:
+        if snapshot and conn.dialect.name != 'sqlite':
             conn.exec_driver_sql(
                 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
         yield conn

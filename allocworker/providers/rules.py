@@ -352,7 +352,7 @@ def get_usages(context, provider_uuids):
     if not policy.allowed(context, 'get_usages'):
         return _denied_reads(context, 'get_usages', provider_uuids,
                              'provider_uuid')
-    with db.reader() as conn:
+    with db.stale_reader() as conn:   # reporting: may be a moment stale
         found = db_providers.describe(
             conn, [u for u in wanted if not isinstance(u, codes.Fault)])
     by_uuid = {p.uuid: (p, c) for p, c in found}
@@ -368,7 +368,7 @@ def _usage_item(provider, classes):
 
 def describe_usage(uuids=None):
     """Per provider and class: used and capacity (for operators' views)."""
-    with db.reader() as conn:
+    with db.stale_reader() as conn:
         found = db_providers.describe(conn, uuids)
     return [{'provider_uuid': p.uuid, 'name': p.name, 'resource_class': name,
              'used': used, 'capacity': capacity.capacity(inv),

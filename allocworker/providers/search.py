@@ -4,6 +4,7 @@ are a single-provider ``Group`` of the request syntax
 (``scheduling/request.py``), judged in SQL (``db/candidates.py``)."""
 
 from allocworker import codes
+from allocworker.conf import CONF
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import validation
@@ -21,7 +22,8 @@ def find_providers(context, name=None, uuid=None, group=None):
     if uuid is not None:
         uuid = validation.uuid(uuid, 'uuid')
     policy.check(context, 'get_providers', 'providers')
-    with db.reader() as conn:
+    with (db.stale_reader() if CONF.api.stale_reads else
+          db.reader()) as conn:
         matching = _matching(conn, name, uuid, group)
         if not matching:
             return []

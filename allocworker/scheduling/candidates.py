@@ -78,6 +78,11 @@ _Plan = collections.namedtuple('_Plan', [
 
 def allocation_candidates(context, request, limit=None, nested=True):
     policy.check(context, 'allocation_candidates', 'allocation candidates')
+    if CONF.api.stale_reads:
+        with db.stale_reader(snapshot=True) as conn:
+            return find(request, limit,
+                        randomize=CONF.api.randomize_allocation_candidates,
+                        conn=conn, nested=nested)
     return find(request, limit,
                 randomize=CONF.api.randomize_allocation_candidates,
                 nested=nested)
