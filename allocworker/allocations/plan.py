@@ -12,7 +12,7 @@ provider it places allocations on moved by one.
 
 import collections
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker import codes
 from allocworker.groups import membership as groups
 from allocworker import metrics

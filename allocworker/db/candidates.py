@@ -12,7 +12,7 @@ import functools
 
 import sqlalchemy as sa
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker.db import schema
 
 _p = schema.providers

@@ -9,7 +9,7 @@ from sqlalchemy.dialects import mysql as mysql_dml
 from sqlalchemy.dialects import postgresql as postgresql_dml
 from sqlalchemy.dialects import sqlite as sqlite_dml
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker.db import api
 from allocworker.db import generations
 from allocworker.db import schema

@@ -8,7 +8,7 @@ these functions. Each returns a list of result items (dicts) or raises
 from oslo_db import exception as db_exc
 import os_resource_classes
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker import items
 from allocworker import policy
 from allocworker import codes

@@ -44,7 +44,7 @@ filters the roots. Candidates are advice: ``allocate`` judges again.
 import collections
 import random
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker import policy

@@ -6,7 +6,7 @@ of a provider that several groups draw on). See ``candidates.py``."""
 import collections
 import itertools
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker.db import candidates as db_candidates
 
 # One way to meet one group: the providers it maps to, and its

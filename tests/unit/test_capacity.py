@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 import pytest
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 
 
 def inv(total, **kw):

@@ -14,7 +14,7 @@ LAYERS = [
     ('allocworker.manager', 5), ('allocworker.rpcapi', 5),
     ('allocworker.service', 5), ('allocworker.calls', 5),
     # Pure rules inside the service-layer packages sit at the bottom.
-    ('allocworker.allocations.capacity', 1),
+    ('allocworker.capacity', 1),
     ('allocworker.groups.affinity', 1),
     ('allocworker.quota.rule', 1),
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
