@@ -2,6 +2,7 @@
 OpenStack Placement (import, catch-up, compare)."""
 
 import json
+import time
 from wsgiref import util as wsgiref_util
 
 from allocworker.api import auth
@@ -24,9 +25,11 @@ def placement_import():
     except reporting.Refused as exc:
         raise cli.CommandError(str(exc))
     summary = report.summary()
+    started = time.monotonic()
     breaches = [] if args.dry_run else books.check()
     summary['audit'] = {'clean': not breaches,
-                        'breaches': [b['invariant'] for b in breaches]}
+                        'breaches': [b['invariant'] for b in breaches],
+                        'seconds': round(time.monotonic() - started, 3)}
     if args.format == 'json':
         output.emit(summary, [], 'json')
     else:

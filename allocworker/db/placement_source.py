@@ -95,6 +95,12 @@ def counts(conn):
                 sa.select(sa.func.count()).select_from(_c)).scalar()}
 
 
+def changed_consumers(conn, since):
+    """How many consumers were stamped at or after ``since``."""
+    return conn.execute(sa.select(sa.func.count()).select_from(_c).where(
+        _changed_since(_c, since))).scalar()
+
+
 def class_names(conn):
     """{Placement's class id: name}: custom classes from its table,
     standard ones from their position in os-resource-classes (Placement
@@ -115,7 +121,7 @@ def _changed_since(table, since):
 def providers(conn, since=None):
     """Every provider (changed at or after ``since`` when given) with its
     parent's and root's uuids: (uuid, name, generation, parent_uuid,
-    root_uuid, created_at, updated_at), in uuid order."""
+    root_uuid, created_at, updated_at), in Placement's id order."""
     parent = _rp.alias('parent')
     root = _rp.alias('root')
     query = (sa.select(_rp.c.uuid, _rp.c.name, _rp.c.generation,

@@ -21,7 +21,6 @@ _rc = schema.resource_classes
 _u = schema.usages
 _pt = schema.provider_traits
 _pa = schema.provider_aggregates
-_t = schema.traits
 
 TargetConsumer = collections.namedtuple(
     'TargetConsumer', ['id', 'uuid', 'generation', 'project_id', 'user_id',
@@ -172,11 +171,11 @@ def mark_forced(conn, keys):
 
 
 def facet_pairs(conn, kind):
-    """{(provider_uuid, value)} of ``kind`` 'traits' or 'aggregates'."""
+    """{(provider_uuid, value)} of ``kind`` 'traits' (the value is the
+    trait's id) or 'aggregates' (the aggregate's uuid)."""
     if kind == 'traits':
-        query = (sa.select(_p.c.uuid, _t.c.name).select_from(_pt)
-                 .join(_p, _p.c.id == _pt.c.provider_id)
-                 .join(_t, _t.c.id == _pt.c.trait_id))
+        query = (sa.select(_p.c.uuid, _pt.c.trait_id)
+                 .join(_p, _p.c.id == _pt.c.provider_id))
     else:
         query = (sa.select(_p.c.uuid, _pa.c.aggregate_uuid)
                  .join(_p, _p.c.id == _pa.c.provider_id))

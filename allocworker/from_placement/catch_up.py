@@ -37,14 +37,15 @@ def run(src, conn, report, progress, overlap_seconds):
     in_source = source.consumer_uuids(src)
     held_uuids = target.consumer_uuids(conn)
     seen = set()
+    total = source.changed_consumers(src, since)
     for page in source.consumer_pages(src, importer.PAGE, since):
         catch_up_consumers(src, conn, report, page, class_of, class_ids,
-                           ids, inventories, usage, seen, progress)
+                           ids, inventories, usage, seen)
+        progress.show('consumers', len(seen), total)
     for uuids in importer.pages(sorted(in_source - held_uuids - seen)):
         catch_up_consumers(src, conn, report,
                            source.consumers_named(src, uuids), class_of,
-                           class_ids, ids, inventories, usage, seen,
-                           progress)
+                           class_ids, ids, inventories, usage, seen)
     gone = sorted(held_uuids - in_source)
     for page in importer.pages(gone):
         importer.remove(conn, report, usage, ids,
@@ -56,12 +57,11 @@ def run(src, conn, report, progress, overlap_seconds):
 
 
 def catch_up_consumers(src, conn, report, page, class_of, class_ids, ids,
-                       inventories, usage, seen, progress):
+                       inventories, usage, seen):
     held = target.consumers(conn, [row[1] for row in page])
     importer.copy_consumers(src, conn, report, page, class_of, class_ids,
                             ids, inventories, usage, held)
     seen.update(row[1] for row in page)
-    progress.show('consumers', len(seen), len(seen))
 
 
 def copy_providers(src, conn, report):

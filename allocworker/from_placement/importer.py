@@ -122,8 +122,6 @@ def copy_facets(src, conn, report, ids, trait_ids):
                        if u in ids}}
     for kind, pairs in wanted.items():
         held = target.facet_pairs(conn, kind)
-        if kind == 'traits':
-            held = {(u, trait_ids.get(t)) for u, t in held}
         added = {(ids[u], v) for u, v in pairs - held}
         removed = {(ids[u], v) for u, v in held - pairs if u in ids}
         target.change_facets(conn, kind, added, removed)
