@@ -144,9 +144,11 @@ def change(url, c_uuids, where, providers, share):
 
 
 def manage(config, *args, profile=None):
-    """allocworker-manage, timed: (seconds, its JSON, its peak RSS MiB);
-    under cProfile into the file ``profile`` when given."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    """allocworker-manage, timed: (seconds, its JSON, its peak RSS MiB,
+    its CPU seconds); under cProfile into the file ``profile`` when
+    given."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     started = time.monotonic()
     command = [os.path.join(services.BIN, 'allocworker-manage')]
     if profile:
@@ -156,8 +158,10 @@ def manage(config, *args, profile=None):
     seconds = time.monotonic() - started
     if result.returncode != 0:
         raise RuntimeError(result.stderr[-2000:])
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return seconds, json.loads(result.stdout), max(peak, before) / 1024.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (seconds, json.loads(result.stdout),
+            max(usage.ru_maxrss, before) / 1024.0,
+            usage.ru_utime + usage.ru_stime - cpu)
 
 
 def main(argv=None):
@@ -192,13 +196,17 @@ def main(argv=None):
                        profile=profiles[1])
     row = {'backend': args.backend, 'providers': args.providers,
            'consumers': args.consumers,
+           'load_average': os.getloadavg()[0],
            'fill_seconds': round(fill_seconds, 1),
            'import_seconds': round(first[0], 2),
+           'import_cpu_seconds': round(first[3], 2),
            'import_items_per_s': first[1]['items_per_second'],
            'import_counts': first[1]['counts'],
            'peak_rss_mib': round(first[2], 1),
            'changes': changes,
            'catch_up_seconds': round(catch[0], 2),
+           'catch_up_cpu_seconds': round(catch[3], 2),
+           'catch_up_audit_seconds': catch[1]['audit']['seconds'],
            'catch_up_in_transaction_seconds': catch[1]['seconds'],
            'catch_up_counts': catch[1]['counts'],
            'audit_clean': first[1]['audit']['clean'] and

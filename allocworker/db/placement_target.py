@@ -202,12 +202,14 @@ def insert_consumers(conn, rows):
     created_at, updated_at)]; {uuid: id}."""
     if not rows:
         return {}
-    conn.execute(sa.insert(_c), [
+    return dict(conn.execute(_INSERT_CONSUMERS, [
         dict(uuid=u, generation=g, project_id=p, user_id=us,
              consumer_type=t or '', **_stamps(c, up))
-        for u, g, p, us, t, c, up in rows])
-    return dict(conn.execute(sa.select(_c.c.uuid, _c.c.id).where(
-        _c.c.uuid.in_(sorted(r[0] for r in rows)))).all())
+        for u, g, p, us, t, c, up in rows]).all())
+
+
+_INSERT_CONSUMERS = sa.insert(_c).returning(_c.c.uuid, _c.c.id,
+                                            sort_by_parameter_order=True)
 
 
 def update_consumers(conn, rows):

@@ -11,6 +11,7 @@ memory grows with the providers only, never with the consumers.
 
 import itertools
 
+from allocworker.allocations import capacity
 from allocworker.db import placement_source as source
 from allocworker.db import placement_target as target
 from allocworker.db import resource_classes as db_classes
@@ -97,9 +98,11 @@ def copy_inventories(src, conn, report, class_of, class_ids, ids,
         if provider_uuid not in ids:
             continue
         writes = written is None or provider_uuid in written
-        inventory, issues = rules.inventory(provider_uuid, name, fields)
         if writes:
+            inventory, issues = rules.inventory(provider_uuid, name, fields)
             report.add(issues)
+        else:  # judged by the pass that wrote it
+            inventory = capacity.Inventory(*fields)
         if inventory is None or name not in class_ids:
             continue
         copied[(provider_uuid, name)] = inventory
