@@ -4,10 +4,12 @@ gave them (the ordinary writes make their own), in bulk statements.
 Every function runs inside the caller's one write transaction."""
 
 import collections
+import math
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
+from allocworker.allocations import capacity
 from allocworker.db import allocations as db_allocations
 from allocworker.db import generations
 from allocworker.db import providers as db_providers
@@ -156,6 +158,42 @@ def replace_inventories(conn, provider_ids, rows):
              'reserved': r[3], 'min_unit': r[4], 'max_unit': r[5],
              'step_size': r[6], 'allocation_ratio': r[7], 'forced': False,
              'created_at': now} for r in rows])
+    _set_counters(conn, provider_ids, rows)
+
+
+def _set_counters(conn, provider_ids, rows):
+    """Every inventory written gets its usage counter row, with its room
+    left (capacity rounded down, minus what is used), as every inventory
+    write keeps them (db/providers.py); counters of classes that are no
+    longer inventoried go when nothing is counted on them."""
+    counted = set()
+    if provider_ids:
+        wanted = {(r[0], r[1]) for r in rows}
+        held = conn.execute(
+            sa.select(_u.c.provider_id, _u.c.resource_class_id, _u.c.used)
+            .where(_u.c.provider_id.in_(sorted(provider_ids)))).all()
+        gone = [(p, c) for p, c, used in held
+                if (p, c) not in wanted and not used]
+        if gone:
+            conn.execute(sa.delete(_u).where(
+                _u.c.provider_id == sa.bindparam('p'),
+                _u.c.resource_class_id == sa.bindparam('c')),
+                [{'p': p, 'c': c} for p, c in gone])
+        counted = {(p, c) for p, c, _used in held if (p, c) in wanted}
+    room = {(r[0], r[1]): int(math.floor(
+        capacity.capacity(capacity.Inventory(*r[2:])))) for r in rows}
+    new = [{'provider_id': p, 'resource_class_id': c, 'used': 0,
+            'free': free} for (p, c), free in sorted(room.items())
+           if (p, c) not in counted]
+    if new:
+        conn.execute(sa.insert(_u), new)
+    if counted:
+        conn.execute(
+            sa.update(_u).where(_u.c.provider_id == sa.bindparam('p'),
+                                _u.c.resource_class_id == sa.bindparam('c'))
+            .values(free=sa.bindparam('room') - _u.c.used),
+            [{'p': p, 'c': c, 'room': room[(p, c)]}
+             for p, c in sorted(counted)])
 
 
 def mark_forced(conn, keys):
