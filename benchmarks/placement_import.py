@@ -28,11 +28,13 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
 import sqlalchemy as sa
 
+from benchmarks import cpu
 from benchmarks import peers
 from tests.functional import services
 
@@ -143,6 +145,41 @@ def change(url, c_uuids, where, providers, share):
     return {'moved': len(moved), 'deleted': len(deleted), 'new': len(new)}
 
 
+class BackendCpu(object):
+    """CPU seconds of the PostgreSQL backends serving ``databases``,
+    sampled from /proc while a command runs (a backend's CPU is lost
+    when it exits, so the last sample of each counts). MariaDB serves
+    every database from one shared process: None there."""
+
+    def __init__(self, databases, backend):
+        self.databases = set(databases)
+        self.active = backend == 'postgresql'
+        self.seen = {}
+        self.running = False
+
+    def __enter__(self):
+        self.running = self.active
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while self.running:
+            for pid, (_ppid, seconds, _rss) in cpu._all_stats().items():
+                words = cpu._cmdline(pid).split()
+                if words[:1] == ['postgres:'] and len(words) > 3 and \
+                        words[3] in self.databases:
+                    self.seen[pid] = seconds
+            time.sleep(0.2)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+
+    def seconds(self):
+        return round(sum(self.seen.values()), 2) if self.active else None
+
+
 def manage(config, *args, profile=None):
     """allocworker-manage, timed: (seconds, its JSON, its peak RSS MiB,
     its CPU seconds); under cProfile into the file ``profile`` when
@@ -187,25 +224,31 @@ def main(argv=None):
         profiles = [os.path.join(args.profile, '%s.prof' % name)
                     if args.profile else None
                     for name in ('import', 'catch-up')]
-        first = manage(config, 'placement', 'import', '--from-connection',
-                       source, '--format', 'json', profile=profiles[0])
+        names = [sa.engine.make_url(u).database for u in (source, books)]
+        with BackendCpu(names, args.backend) as first_db:
+            first = manage(config, 'placement', 'import',
+                           '--from-connection', source, '--format', 'json',
+                           profile=profiles[0])
         changes = change(source, c_uuids, where, args.providers,
                          args.changed)
-        catch = manage(config, 'placement', 'import', '--catch-up',
-                       '--from-connection', source, '--format', 'json',
-                       profile=profiles[1])
+        with BackendCpu(names, args.backend) as catch_db:
+            catch = manage(config, 'placement', 'import', '--catch-up',
+                           '--from-connection', source, '--format', 'json',
+                           profile=profiles[1])
     row = {'backend': args.backend, 'providers': args.providers,
            'consumers': args.consumers,
            'load_average': os.getloadavg()[0],
            'fill_seconds': round(fill_seconds, 1),
            'import_seconds': round(first[0], 2),
            'import_cpu_seconds': round(first[3], 2),
+           'import_database_cpu_seconds': first_db.seconds(),
            'import_items_per_s': first[1]['items_per_second'],
            'import_counts': first[1]['counts'],
            'peak_rss_mib': round(first[2], 1),
            'changes': changes,
            'catch_up_seconds': round(catch[0], 2),
            'catch_up_cpu_seconds': round(catch[3], 2),
+           'catch_up_database_cpu_seconds': catch_db.seconds(),
            'catch_up_audit_seconds': catch[1]['audit']['seconds'],
            'catch_up_in_transaction_seconds': catch[1]['seconds'],
            'catch_up_counts': catch[1]['counts'],

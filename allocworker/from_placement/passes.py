@@ -27,9 +27,10 @@ def run(url, dry_run=False, force=False, catch_up=False,
     or the target is not what the pass needs."""
     progress = progress or reporting.Progress()
     report = reporting.Report('catch-up' if catch_up else 'import', dry_run)
-    if migration.current() is None:
-        raise Refused('the target database has no allocworker schema: '
-                      'run "allocworker-manage db sync" first')
+    if migration.current() != migration.head():
+        raise Refused('the target database is not at allocworker\'s newest '
+                      'schema (%s): run "allocworker-manage db sync" first'
+                      % (migration.current() or 'never synced'))
     try:
         with source.snapshot(url) as src:
             _check_source(src, url)

@@ -103,6 +103,11 @@ def test_import_keeps_the_books(placement, config, database):
     _one_line_refusal(_import(config, url, check=False),
                       'the target already holds 8 providers and 5 consumers')
     assert _held(database) == before
+    # Told to, it replaces them.
+    again = json.loads(_import(config, url, '--force', '--format',
+                               'json').stdout)
+    assert again['counts'] == counts and again['audit']['clean']
+    assert _held(database) == before
 
 
 def _compare(config, *args):
