@@ -47,6 +47,8 @@ def run(url, dry_run=False, force=False, catch_up=False,
                         raise _RolledBack()
             except _RolledBack:
                 pass
+            else:
+                target.analyze(db.get_engine())
     except source.Unreachable as exc:
         raise Refused('cannot read the Placement database %s: %s'
                       % (_safe(url), exc))
