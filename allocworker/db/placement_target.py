@@ -69,8 +69,10 @@ def last_change(conn):
 def clear_books(conn):
     """Remove every provider, consumer and what hangs on them, retiring
     their generations as any delete does."""
-    consumers = dict(conn.execute(sa.select(_c.c.uuid, _c.c.generation)))
-    providers = dict(conn.execute(sa.select(_p.c.uuid, _p.c.generation)))
+    consumers = dict(conn.execute(sa.select(_c.c.uuid,
+                                            _c.c.generation)).all())
+    providers = dict(conn.execute(sa.select(_p.c.uuid,
+                                            _p.c.generation)).all())
     for table in (_u, _a, _c, _inv, _pt, _pa):
         conn.execute(sa.delete(table))
     conn.execute(sa.update(_p).values(parent_provider_id=None,
