@@ -9,7 +9,7 @@ import math
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker.db import allocations as db_allocations
 from allocworker.db import generations
 from allocworker.db import providers as db_providers

@@ -11,7 +11,7 @@ memory grows with the providers only, never with the consumers.
 
 import itertools
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker.db import placement_source as source
 from allocworker.db import placement_target as target
 from allocworker.db import resource_classes as db_classes

@@ -11,7 +11,7 @@ allocation that breaks units set later keeps its amount and is listed.
 
 import collections
 
-from allocworker.allocations import capacity
+from allocworker import capacity
 from allocworker import codes
 from allocworker import validation
 
