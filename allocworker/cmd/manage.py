@@ -13,6 +13,7 @@ from allocworker import books
 from allocworker.cmd import commands as cli
 from allocworker.cmd import common
 from allocworker.cmd import manage_groups
+from allocworker.cmd import manage_placement
 from allocworker.cmd import manage_quota
 from allocworker.cmd import output
 from allocworker import codes
@@ -275,6 +276,7 @@ def add_command_parsers(subparsers):
 
     manage_groups.add_parsers(subparsers)
     manage_quota.add_parsers(subparsers)
+    manage_placement.add_parsers(subparsers)
 
     parser = cli.add(subparsers, 'audit', audit,
                      "check every invariant of the books; exit 1 on a breach",

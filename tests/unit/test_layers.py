@@ -20,6 +20,7 @@ LAYERS = [
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),
     ('allocworker.scheduling', 4), ('allocworker.quota', 4),
+    ('allocworker.from_placement', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),
     ('allocworker.retry', 3), ('allocworker.policy', 3),
     ('allocworker.items', 3),

@@ -7,10 +7,13 @@ so every write here passes ``force=True``; removing a class that still
 has allocations stays refused by the service layer.
 """
 
+import re
+
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
+from allocworker import codes
 from allocworker.providers import rules as providers
 
 
@@ -49,8 +52,17 @@ def _check_reserved(request, uuid, inventories, verb):
                 % (verb, uuid, name, uuid))
 
 
-def _write(request, uuid, generation, inventories, verb):
-    """Replace the provider's inventories; the service item."""
+# The service layer's sentence for a class still allocated, whose head
+# is Placement's own; clients match on it (osc-placement on the whole
+# "update conflict: ..." sentence, Nova's report client on the head).
+_IN_USE = re.compile(r"Inventory for '[^']*' on resource provider "
+                     r"'[^']*' in use")
+
+
+def _write(request, uuid, generation, inventories, verb, in_use=None):
+    """Replace the provider's inventories; the service item. ``in_use``
+    words a class still allocated as Placement does for this request
+    (with %s for Placement's sentence)."""
     _check_reserved(request, uuid, inventories, verb)
     item, = providers.set_inventories(request.context, uuid, generation,
                                       inventories, force=True)
@@ -58,6 +70,11 @@ def _write(request, uuid, generation, inventories, verb):
         raise http.bad_request('Unknown resource class in inventory for '
                                'resource provider %s: %s'
                                % (uuid, item['detail']))
+    found = _IN_USE.search(item.get('detail') or '')
+    if item.get('code') == codes.INVENTORY_IN_USE.code and found:
+        raise faults.error(item['status'], item['code'],
+                           (in_use or 'update conflict: %s') % (
+                               found.group(0) + '.'))
     prefix = ('Unable to %s inventory for resource provider %s: '
               % (verb, uuid))
     return faults.checked(item, prefix)
@@ -101,7 +118,8 @@ def delete(request, uuid, resource_class):
     if current.pop(resource_class, None) is None:
         raise http.not_found('No inventory of class %s found for delete'
                              % resource_class)
-    _write(request, uuid, provider['generation'], current, 'delete')
+    _write(request, uuid, provider['generation'], current, 'delete',
+           'Unable to delete inventory of class %s: %%s' % resource_class)
     return http.Response(204)
 
 
@@ -120,5 +138,5 @@ def delete_all(request, uuid):
             405, 'The method specified is not allowed for this resource.',
             headers=[('Allow', 'GET, POST, PUT')])
     provider = rp.fetch(request, uuid)
-    _write(request, uuid, provider['generation'], {}, 'delete')
+    _write(request, uuid, provider['generation'], {}, 'delete', '%s')
     return http.Response(204)

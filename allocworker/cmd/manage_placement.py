@@ -1,0 +1,138 @@
+"""allocworker-manage placement ...: moving a cloud's books from
+OpenStack Placement (import, catch-up, compare)."""
+
+import json
+import time
+from wsgiref import util as wsgiref_util
+
+from allocworker import books
+from allocworker.cmd import commands as cli
+from allocworker.cmd import output
+from allocworker.conf import CONF
+from allocworker.from_placement import compare as comparing
+from allocworker.from_placement import passes
+from allocworker.from_placement import report as reporting
+
+
+def placement_import():
+    args = CONF.command
+    try:
+        report = passes.run(args.from_connection, dry_run=args.dry_run,
+                            force=args.force, catch_up=args.catch_up,
+                            overlap_seconds=args.overlap_seconds)
+    except reporting.Refused as exc:
+        raise cli.CommandError(str(exc))
+    summary = report.summary()
+    started = time.monotonic()
+    breaches = [] if args.dry_run else books.check()
+    summary['audit'] = {'clean': not breaches,
+                        'breaches': [b['invariant'] for b in breaches],
+                        'seconds': round(time.monotonic() - started, 3)}
+    if args.format == 'json':
+        output.emit(summary, [], 'json')
+    else:
+        _print_summary(report, summary)
+    if breaches:
+        raise cli.CommandError('the audit found %d broken invariant(s) '
+                               'after the import: %s' % (
+                                   len(breaches), '; '.join(
+                                       summary['audit']['breaches'])))
+
+
+def _print_summary(report, summary):
+    if report.issues:
+        cli.emit([dict(i._asdict()) for i in report.issues],
+                 ['kind', 'uuid', 'decision', 'detail'])
+        print()
+    cli.emit(report.rows(), ['what', 'count'])
+    print()
+    what = 'dry run of the %s (rolled back)' % summary['mode'] \
+        if summary['dry_run'] else summary['mode']
+    print('%s: %.1f s, %s items/s%s; %d issue(s)%s' % (
+        what, summary['seconds'], summary['items_per_second'],
+        ', changes since %s' % summary['since'] if summary['since'] else '',
+        len(report.issues),
+        '' if summary['dry_run'] else
+        '; audit clean' if summary['audit']['clean'] else '; AUDIT BROKEN'))
+
+
+def _own_books(token):
+    """A fetch callable reading allocworker's books through the REST
+    shim's application in this process (no server needed)."""
+    # Imported here: every other allocworker-manage command would pay
+    # for loading the whole REST shim.
+    from allocworker.api import auth
+    from allocworker.api.placement import router
+    application = auth.noauth2(router.application)
+
+    def fetch(path, version=comparing.VERSION):
+        path, _q, query = path.partition('?')
+        environ = {'REQUEST_METHOD': 'GET', 'PATH_INFO': path,
+                   'QUERY_STRING': query, 'HTTP_X_AUTH_TOKEN': token,
+                   'HTTP_ACCEPT': 'application/json',
+                   'HTTP_OPENSTACK_API_VERSION': 'placement %s' % version}
+        wsgiref_util.setup_testing_defaults(environ)
+        answer = {}
+
+        def start_response(status, headers, exc_info=None):
+            answer['status'] = int(status.split()[0])
+        body = b''.join(application(environ, start_response))
+        return answer['status'], json.loads(body) if body else None
+    fetch.name = "allocworker's books"
+    return fetch
+
+
+def placement_compare():
+    args = CONF.command
+    first = comparing.http_fetch(args.endpoint, args.token)
+    second = (comparing.http_fetch(args.other_endpoint, args.other_token)
+              if args.other_endpoint else _own_books(args.other_token))
+    try:
+        differences = comparing.compare(first, second)
+    except comparing.Unreadable as exc:
+        raise cli.CommandError(str(exc))
+    if args.format == 'json':
+        output.emit({'equal': not differences,
+                     'differences': differences}, [], 'json')
+    elif differences:
+        cli.emit(differences, ['what', 'where', 'first', 'second'])
+    else:
+        print('the two endpoints agree')
+    if differences:
+        raise cli.CommandError('%d difference(s)' % len(differences))
+
+
+def add_parsers(subparsers):
+    sub = cli.category(subparsers, 'placement', 'moving from OpenStack '
+                       'Placement')
+    cli.add(sub, 'import', placement_import,
+            "copy a Placement 16 database's books into allocworker's",
+            [(['--from-connection'], dict(
+              required=True, dest='from_connection', metavar='URL',
+              help="Placement's [placement_database] connection")),
+             (['--catch-up'], dict(
+              action='store_true', dest='catch_up',
+              help='copy only what changed since the previous pass')),
+             (['--dry-run'], dict(
+              action='store_true', dest='dry_run',
+              help='judge and write everything, then roll it back')),
+             (['--force'], dict(
+              action='store_true',
+              help="replace a non-empty target's books with Placement's")),
+             (['--overlap-seconds'], dict(
+              type=int, default=300, dest='overlap_seconds',
+              help='catch-up reads changes from this long before the '
+                   'newest one the previous pass copied'))])
+    cli.add(sub, 'compare', placement_compare,
+            'list every difference between two Placement-API endpoints; '
+            'exit 0 only when they agree',
+            [(['--endpoint'], dict(required=True, metavar='URL')),
+             (['--other-endpoint'], dict(
+              dest='other_endpoint', metavar='URL',
+              help="default: allocworker's own books, read through the "
+                   "REST shim in this process")),
+             (['--token'], dict(default='admin',
+                                help='x-auth-token for --endpoint')),
+             (['--other-token'], dict(dest='other_token', default='admin',
+                                      help='x-auth-token for '
+                                           '--other-endpoint'))])
