@@ -46,6 +46,7 @@ VERSION_ALIASES = {
     # allocworker's own releases, by the newest RPC version they serve.
     '0.1': '1.2',
     '0.2': '1.3',
+    '0.3': '1.4',
 }
 
 

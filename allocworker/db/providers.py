@@ -221,9 +221,13 @@ def _set_free(conn, provider_id, by_class_id, existing):
                                                 provider_id))}
     gone = [c for c in existing if c not in by_class_id and c in counted]
     if gone:
-        # Only unused inventory can go, so these counters hold nothing.
-        conn.execute(sa.delete(_u).where(_u.c.provider_id == provider_id,
-                                         _u.c.resource_class_id.in_(gone)))
+        # A reshape removes inventory before it moves the allocations
+        # away (and judges what is still in use after): a counter that
+        # holds something stays, with no room; an empty one goes.
+        where = (_u.c.provider_id == provider_id,
+                 _u.c.resource_class_id.in_(gone))
+        conn.execute(sa.delete(_u).where(*where, _u.c.used == 0))
+        conn.execute(sa.update(_u).where(*where).values(free=-_u.c.used))
     new = [{'provider_id': provider_id, 'resource_class_id': c, 'used': 0,
             'free': 0} for c in sorted(by_class_id) if c not in counted]
     if new:

@@ -43,7 +43,8 @@ def test_rpcapi_claims_at_1_3_and_refuses_under_an_older_cap(rpc, topic):
             pass
     finally:
         cfg.CONF.clear_override('allocworker', 'upgrade_levels')
-    assert rpcapi.VERSION_ALIASES['0.2'] == rpcapi.VERSION == '1.3'
+    assert rpcapi.VERSION_ALIASES['0.2'] == '1.3'
+    assert rpcapi.VERSION_ALIASES['0.3'] == rpcapi.VERSION == '1.4'
 
 
 def test_claim_through_the_http_mirror(rpc, database, scratch):
