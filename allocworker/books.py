@@ -7,6 +7,7 @@ from oslo_utils import timeutils
 
 from allocworker.db import api as db
 from allocworker.db import books as db_books
+from allocworker.db import rooms as db_rooms
 from allocworker.groups import membership as groups
 
 
@@ -41,3 +42,10 @@ def check(grace_seconds=0):
 
 def _seconds(n):
     return datetime.timedelta(seconds=n)
+
+
+def refresh_room():
+    """The room left of every usage counter set again from inventories
+    and usage; the number of counters corrected."""
+    with db.writer() as conn:
+        return db_rooms.refresh(conn)

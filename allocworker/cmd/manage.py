@@ -37,6 +37,10 @@ def db_version():
     print(migration.current() or 'none (never synced)')
 
 
+def db_refresh_room():
+    print('room left corrected on %d usage counter(s)' % books.refresh_room())
+
+
 # -- providers -----------------------------------------------------------
 
 PROVIDER_COLUMNS = ['uuid', 'name', 'generation', 'parent_uuid', 'root_uuid']
@@ -225,6 +229,9 @@ def add_command_parsers(subparsers):
     cli.add(sub, 'sync', db_sync, 'upgrade the schema to the newest revision',
             [(['revision'], dict(nargs='?', default='head'))])
     cli.add(sub, 'version', db_version, 'print the schema revision')
+    cli.add(sub, 'refresh-room', db_refresh_room,
+            'set the room left of every usage counter again (after a '
+            'rolling upgrade from a release before 0.3)')
 
     sub = cli.category(subparsers, 'provider', 'resource providers')
     cli.add(sub, 'create', provider_create, 'create a provider',

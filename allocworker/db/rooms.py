@@ -104,3 +104,20 @@ def highest_provider_id(conn):
             conn.execute(sa.select(sa.func.max(_p.c.id))).scalar() or 0,
             now)
     return known[0]
+
+
+def refresh(conn):
+    """Set every counter's room left from its inventory and usage again
+    (what writers of an earlier release, which move ``used`` only, leave
+    behind in a rolling upgrade); the number of rows it changed."""
+    capacity = (sa.cast(_inv.c.total - _inv.c.reserved, sa.Float) *
+                _inv.c.allocation_ratio)
+    rounded = (sa.cast(capacity, sa.Integer)
+               if conn.dialect.name == 'sqlite' else sa.func.floor(capacity))
+    room = (sa.select(rounded)
+            .where(_inv.c.provider_id == _u.c.provider_id,
+                   _inv.c.resource_class_id == _u.c.resource_class_id)
+            .scalar_subquery())
+    value = sa.func.coalesce(room, 0) - _u.c.used
+    return conn.execute(sa.update(_u).where(_u.c.free != value)
+                        .values(free=value)).rowcount
