@@ -55,7 +55,8 @@ def _hosts(rpc, name, count, total):
     return made
 
 
-def _item(consumer, **fields):
+def new_consumer_item(consumer, **fields):
+    """An allocate or claim item for a new consumer of project bench."""
     return dict({'consumer_uuid': consumer, 'consumer_generation': None,
                  'project_id': 'bench', 'user_id': 'bench'}, **fields)
 
@@ -90,11 +91,11 @@ def throughput(rpc, seconds):
     request = {'groups': [{'resources': {name: 1}}]}
     counter = iter(range(10 ** 9))
     calls = {
-        'allocate': lambda: rpc.allocate(items=[_item(
+        'allocate': lambda: rpc.allocate(items=[new_consumer_item(
             str(uuid.uuid4()),
             allocations={hosts[next(counter) % 50]: {name: 1}})]),
-        'claim': lambda: rpc.claim(items=[_item(str(uuid.uuid4()),
-                                                request=request)]),
+        'claim': lambda: rpc.claim(items=[new_consumer_item(
+            str(uuid.uuid4()), request=request)]),
     }
     for call_name, call in calls.items():
         for concurrency in (1, 16):
@@ -124,7 +125,7 @@ def storm_by_claims(rpc):
     _hosts(rpc, name, 16, 4)
     request = {'groups': [{'resources': {name: 1}}]}
     outcomes, elapsed = _storm(lambda c: _one(rpc.claim(
-        items=[_item(c, request=request)])).get('code', 200))
+        items=[new_consumer_item(c, request=request)])).get('code', 200))
     return {'row': 'storm claim', 'placed': outcomes.count(200),
             'conflicts': outcomes.count('capacity.exceeded'), 'retries': 0,
             'outcomes': _outcomes(outcomes),
@@ -146,7 +147,7 @@ def storm_by_two_steps(rpc, attempts=64):
             best = max(found, key=lambda c: (
                 sum(p['capacity'][name] - p['used'].get(name, 0)
                     for p in c['providers'].values()), c['root_uuid']))
-            item = _one(rpc.allocate(items=[_item(
+            item = _one(rpc.allocate(items=[new_consumer_item(
                 consumer, allocations=best['allocations'])]))
             if item['status'] == 200:
                 with lock:

@@ -29,16 +29,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import candidates_cloud as cloud  # noqa: E402
+from benchmarks import claims  # noqa: E402
 from benchmarks import cpu  # noqa: E402
 from benchmarks import load  # noqa: E402
 from tests.functional import services  # noqa: E402
 
 REQUEST = {'VCPU': 1, 'MEMORY_MB': 256, 'DISK_GB': 1}
-
-
-def _item(consumer, **fields):
-    return dict({'consumer_uuid': consumer, 'consumer_generation': None,
-                 'project_id': 'bench', 'user_id': 'bench'}, **fields)
 
 
 class Hosts(object):
@@ -66,10 +62,10 @@ class Hosts(object):
 def calls(rpc, hosts):
     request = {'groups': [{'resources': dict(REQUEST)}]}
     return {
-        'allocate': lambda: rpc.allocate(items=[_item(
+        'allocate': lambda: rpc.allocate(items=[claims.new_consumer_item(
             str(uuid.uuid4()), allocations=hosts.allocations())]),
-        'claim': lambda: rpc.claim(items=[_item(str(uuid.uuid4()),
-                                                request=request)]),
+        'claim': lambda: rpc.claim(items=[claims.new_consumer_item(
+            str(uuid.uuid4()), request=request)]),
     }
 
 

@@ -37,6 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import candidates_cloud as cloud  # noqa: E402
+from benchmarks import claims  # noqa: E402
 from benchmarks import load  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from tests.functional import services  # noqa: E402
@@ -70,10 +71,8 @@ def by_claims(rpc):
 
     def boot(outcomes):
         started = time.monotonic()
-        item = rpc.claim(items=[{
-            'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
-            'project_id': 'bench', 'user_id': 'bench',
-            'request': request}])['items'][0]
+        item = rpc.claim(items=[claims.new_consumer_item(
+            str(uuid.uuid4()), request=request)])['items'][0]
         if item['status'] == 200:
             outcomes.placed(item['root_uuid'], started)
         else:

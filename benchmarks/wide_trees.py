@@ -24,6 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks import candidates_cloud as cloud  # noqa: E402
+from benchmarks import claims  # noqa: E402
 from benchmarks import cpu  # noqa: E402
 from benchmarks import load  # noqa: E402
 from tests.functional import services  # noqa: E402
@@ -93,11 +94,9 @@ def main(argv=None):
                 return answer['status']
 
             def claim():
-                return rpc.claim(items=[{
-                    'consumer_uuid': str(uuid.uuid4()),
-                    'consumer_generation': None, 'project_id': 'bench',
-                    'user_id': 'bench', 'request': REQUEST}])[
-                        'items'][0]['status']
+                return rpc.claim(items=[claims.new_consumer_item(
+                    str(uuid.uuid4()), request=REQUEST)])['items'][0][
+                        'status']
 
             candidates()
             row = measure(meter, candidates, args.calls)

@@ -208,9 +208,7 @@ def _weighed(conn, found, nodes=None):
     summaries, tree_free = {}, collections.defaultdict(
         collections.Counter)
     for pid, node in nodes.items():
-        resources = {name: {'capacity': int(capacity.capacity(inventory)),
-                            'used': used_}
-                     for name, (inventory, used_) in inventories[pid].items()}
+        resources = _resources(inventories[pid])
         if node.root_id in roots:
             for name, r in resources.items():
                 tree_free[nodes[node.root_id].uuid][name] += (
@@ -245,10 +243,16 @@ def _summaries(conn, found, nested, traits=True):
     traits = db_candidates.traits(conn, set(nodes)) if traits else {}
     return {node.uuid: Summary(
         node.uuid, uuids.get(node.parent_id), uuids[node.root_id],
-        {name: {'capacity': int(capacity.capacity(inventory)),
-                'used': used_}
-         for name, (inventory, used_) in inventories[pid].items()},
-        list(traits.get(pid, ()))) for pid, node in nodes.items()}
+        _resources(inventories[pid]), list(traits.get(pid, ())))
+        for pid, node in nodes.items()}
+
+
+def _resources(inventories):
+    """A summary's resources: {class: {"capacity", "used"}} of one
+    provider's {class: (Inventory, used)}."""
+    return {name: {'capacity': int(capacity.capacity(inventory)),
+                   'used': used}
+            for name, (inventory, used) in inventories.items()}
 
 
 def _trait_ids(conn, request):

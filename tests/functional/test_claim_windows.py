@@ -14,8 +14,8 @@ import pytest
 from tests.functional import services
 from tests.functional.helpers import (allocate, assert_fault, in_parallel,
                                       one, provider, usage)
-from tests.functional.test_claims import (claim, held, hosts, slot_class,
-                                          wanting)
+from tests.functional.test_claims import (_group, claim, held, hosts,
+                                          slot_class, wanting)
 
 WORKER_CONFIG = """
 [database]
@@ -75,9 +75,7 @@ def test_a_window_whose_hosts_break_a_unit_rule_is_passed_over(rpc):
 def test_anti_affinity_storm_widens_to_distinct_roots(rpc):
     name = slot_class(rpc)
     roots = hosts(rpc, name, 8, 4)
-    group = str(uuid.uuid4())
-    assert one(rpc.create_group(uuid=group, name='g-' + group,
-                                policy='anti-affinity'))['status'] == 200
+    group = _group(rpc, 'anti-affinity')
     consumers = [str(uuid.uuid4()) for _ in range(8)]
     results = in_parallel(
         lambda c: claim(rpc, c, wanting(name), group_uuid=group), consumers)
