@@ -89,21 +89,42 @@ def roomiest_from(conn, class_id, amount, start, count):
     return rows
 
 
-_highest = {}
-HIGHEST_ID_SECONDS = 30.0
+_id_ranges = {}
+ID_RANGE_SECONDS = 30.0
 
 
-def highest_provider_id(conn):
-    """The highest provider id, read again at most every
-    ``HIGHEST_ID_SECONDS`` (it only bounds a random start)."""
-    key = str(conn.engine.url)
-    known = _highest.get(key)
+def provider_id_range(conn, class_ids):
+    """(lowest, highest) id of the providers with a usage counter of any
+    of ``class_ids`` (None when there is none), read again at most every
+    ``ID_RANGE_SECONDS``: it only bounds a random start, which drawn over
+    every provider id would land far more often on the first provider of
+    a class after a run of ids that have none (sharing providers, roots)."""
+    key = (str(conn.engine.url), tuple(sorted(class_ids)))
+    known = _id_ranges.get(key)
     now = time.monotonic()
-    if known is None or now - known[1] > HIGHEST_ID_SECONDS:
-        known = _highest[key] = (
-            conn.execute(sa.select(sa.func.max(_p.c.id))).scalar() or 0,
-            now)
+    if known is None or now - known[1] > ID_RANGE_SECONDS:
+        row = conn.execute(
+            sa.select(sa.func.min(_u.c.provider_id),
+                      sa.func.max(_u.c.provider_id))
+            .where(_u.c.resource_class_id.in_(key[1]))).first()
+        known = _id_ranges[key] = (
+            tuple(row) if row and row[0] is not None else None, now)
     return known[0]
+
+
+def tree_used(conn, root_id):
+    """The units used in the tree of ``root_id``, every class together,
+    counted over the inventories as a window's weighing counts them: a
+    change detector (did anyone place in this tree since?), not an
+    amount of anything."""
+    query = (sa.select(sa.func.coalesce(sa.func.sum(_u.c.used), 0))
+             .select_from(_u)
+             .join(_inv, sa.and_(_inv.c.provider_id == _u.c.provider_id,
+                                 _inv.c.resource_class_id ==
+                                 _u.c.resource_class_id))
+             .join(_p, _p.c.id == _u.c.provider_id)
+             .where(_p.c.root_provider_id == root_id))
+    return int(conn.execute(query).scalar())
 
 
 def refresh(conn):

@@ -63,10 +63,11 @@ LARGEST_SLICE = 2000
 Candidate = collections.namedtuple('Candidate', ['root_uuid', 'allocations',
                                                  'mappings'])
 # Given by ``windowed`` only: ``ids`` {provider uuid: id}, ``tree_free``
-# {root uuid: {class: room left in the tree}}.
+# {root uuid: {class: room left in the tree}}, ``tree_used`` {root uuid:
+# units used in the tree, every class together (``db_rooms.tree_used``)}.
 Found = collections.namedtuple('Found', ['candidates', 'providers', 'ids',
-                                         'tree_free'],
-                               defaults=(None, None))
+                                         'tree_free', 'tree_used'],
+                               defaults=(None, None, None))
 Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
                                              'root_uuid', 'resources',
                                              'traits'])
@@ -196,7 +197,7 @@ def _weighed(conn, found, nodes=None):
     (a window's)."""
     used = {u for c in found for u in c.allocations}
     if not used:
-        return Found(found, {}, {}, {})
+        return Found(found, {}, {}, {}, {})
     root_uuids = {c.root_uuid for c in found}
     if not nodes:
         nodes = {n.id: n for n in db_candidates.nodes_by_uuid(
@@ -207,17 +208,19 @@ def _weighed(conn, found, nodes=None):
     inventories = db_candidates.inventories(conn, set(nodes))
     summaries, tree_free = {}, collections.defaultdict(
         collections.Counter)
+    tree_used = collections.Counter()
     for pid, node in nodes.items():
         resources = _resources(inventories[pid])
         if node.root_id in roots:
+            root_uuid = nodes[node.root_id].uuid
             for name, r in resources.items():
-                tree_free[nodes[node.root_id].uuid][name] += (
-                    r['capacity'] - r['used'])
+                tree_free[root_uuid][name] += r['capacity'] - r['used']
+                tree_used[root_uuid] += r['used']
         if node.uuid in used:
             summaries[node.uuid] = Summary(node.uuid, None, None, resources,
                                            [])
     return Found(found, summaries, {n.uuid: pid for pid, n in nodes.items()},
-                 tree_free)
+                 tree_free, tree_used)
 
 
 def _summaries(conn, found, nested, traits=True):

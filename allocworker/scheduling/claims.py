@@ -21,7 +21,8 @@ then groups, then providers):
    the locks. The first that fits wins; a candidate another writer
    filled is passed over. A first pass skips candidates whose providers
    another transaction holds locked (it never waits, so it never
-   deadlocks); a second pass waits for those.
+   deadlocks) and, for ``spread``, those another claim placed in since
+   they were weighed; a second pass tries those, waiting for locks.
 
 A claim replaces the consumer's allocations in that one write, so it
 never holds both the old and the new, or neither.
@@ -43,6 +44,7 @@ from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
+from allocworker.db import rooms as db_rooms
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
 from allocworker.scheduling import reuse
@@ -178,7 +180,8 @@ def _place(conn, context, claim, existing, searches):
     kept = searches.window(claim) if new else None
     if kept is not None:
         outcome, _refused, _blocked = _place_in(
-            conn, context, claim, _not_excluded(claim, kept[0]), kept[1])
+            conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
+            holds=False)
         if isinstance(outcome, codes.Fault):
             return outcome
         if outcome is not None:
@@ -198,8 +201,9 @@ def _place(conn, context, claim, existing, searches):
         found += len(candidates)
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked = _place_in(conn, context, claim, kept,
-                                              ids)
+        outcome, refused, blocked = _place_in(
+            conn, context, claim, kept, ids,
+            holds=request.consumer_uuid in existing)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
                 searches.keep(claim, window, outcome[0])
@@ -218,12 +222,15 @@ def _place(conn, context, claim, existing, searches):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids):
+def _place_in(conn, context, claim, candidates, ids, holds):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any)."""
+    a candidate, if any). ``holds``: the consumer holds allocations now,
+    released while its candidates were weighed."""
     request = claim.request
+    # Its own tree weighed emptier than it is: a resize would never stay.
+    fresh_only = claim.strategy == choosing.SPREAD and not holds
     keeping, bending, blocking = _keeping_policies(conn, request,
                                                    candidates, ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
@@ -232,7 +239,8 @@ def _place_in(conn, context, claim, candidates, ids):
     faults, waiting = [], []
     for wait, tries in ((False, ordered), (True, waiting)):
         for candidate in tries:
-            outcome = _try(conn, context, request, candidate, ids, wait)
+            outcome = _try(conn, context, request, candidate, ids,
+                           wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
             elif not isinstance(outcome, codes.Fault):
@@ -356,13 +364,15 @@ def _ruled_out(request, group, fitting):
            if group.max_per_root else ''))
 
 
-def _try(conn, context, request, candidate, ids, wait):
+def _try(conn, context, request, candidate, ids, wait, fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
     that refused it (rolled back), or None when ``wait`` is False and
-    another transaction holds one of its providers."""
+    another transaction holds one of its providers, or, ``fresh_only``,
+    placed in its tree since the claim weighed it."""
     savepoint = conn.begin_nested()
-    if not wait and not db_providers.lock_unless_taken(
-            conn, {ids[u] for u in candidate['allocations'] if u in ids}):
+    if not wait and (not db_providers.lock_unless_taken(
+            conn, {ids[u] for u in candidate['allocations'] if u in ids})
+            or fresh_only and _placed_in_since(conn, candidate, ids)):
         savepoint.rollback()
         return None
     try:
@@ -375,6 +385,17 @@ def _try(conn, context, request, candidate, ids, wait):
         return failed.faults[request.index]
     savepoint.commit()
     return results[request.index], changes
+
+
+def _placed_in_since(conn, candidate, ids):
+    """Whether the candidate's tree holds more than when it was weighed:
+    a concurrent claim that read the same window placed there first, and
+    a ``spread`` claim that went on would double up on that host while
+    the others it weighed stay empty."""
+    weighed = candidate.get('tree_used')
+    root = ids.get(candidate['root_uuid'])
+    return (weighed is not None and root is not None and
+            db_rooms.tree_used(conn, root) > weighed)
 
 
 def _placed(conn, request, candidate, answer, changes):

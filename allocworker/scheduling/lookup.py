@@ -48,13 +48,16 @@ def windows(conn, wanted, strategy):
     """(candidates, {provider uuid: id}) of ``wanted``, the candidates as
     ``find``'s but summarizing only the capacity and usage of the
     providers they use, plus ``tree_free`` (the room left in the
-    candidate's tree per class), a window of roots at a time in
+    candidate's tree per class) and ``tree_used`` (the units used in it,
+    every class together, to tell later whether anyone placed there
+    since), a window of roots at a time in
     ``strategy``'s order (``scheduling/windows.py``), lazily."""
     for found in scheduling_candidates.windowed(
             conn, wanted, strategy, CONF.scheduling.window_size):
         shaped = _shaped(found)
         for candidate in shaped:
             candidate['tree_free'] = found.tree_free[candidate['root_uuid']]
+            candidate['tree_used'] = found.tree_used[candidate['root_uuid']]
         yield shaped, found.ids
 
 

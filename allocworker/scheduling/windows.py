@@ -82,7 +82,10 @@ def _among_the_roomiest(conn, amounts, size):
     different hosts instead of all weighing the same first ones. The
     windows after it read each list from its top as usual."""
     window = set()
-    start = random.randint(0, db_rooms.highest_provider_id(conn))
+    ids = db_rooms.provider_id_range(conn, amounts)
+    if ids is None:
+        return window
+    start = random.randint(*ids)
     for class_id, amount in sorted(amounts.items()):
         window.update(row.root_id for row in db_rooms.roomiest_from(
             conn, class_id, amount, start, size))

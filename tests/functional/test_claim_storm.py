@@ -42,8 +42,10 @@ def test_a_storm_of_claims_on_hundreds_of_trees(rpc, database, scratch):
     assert [p['status'] for p in placed] == [200] * BOOTS, [
         p for p in placed if p['status'] != 200][:3]
     per_host = collections.Counter(p['root_uuid'] for p in placed)
-    # Spread over 300 empty hosts: nearly one boot each.
-    assert len(per_host) >= 0.9 * BOOTS, per_host.most_common(3)
+    # Spread over 300 empty hosts: one boot each, but for a rare pair of
+    # claims that weighed the same host and committed at once (a claim
+    # passes over a host placed in since it weighed it).
+    assert len(per_host) >= 0.95 * BOOTS, per_host.most_common(3)
     for p in placed:
         assert sum(r.get('DISK_GB', 0) for r in p['allocations'].values()
                    ) == 10
