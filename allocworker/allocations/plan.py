@@ -29,6 +29,10 @@ from allocworker.db import resource_classes as db_classes
 # Where a request of a shared transaction came from: its call's context,
 # the type its call gives new consumers, its index in its call.
 Origin = collections.namedtuple('Origin', ['context', 'new_type', 'index'])
+# What the caller locked in this transaction before the plan: every
+# requested consumer that exists {uuid: Consumer} (a uuid absent does not
+# exist), and providers {id: Locked} (a claim's candidate).
+Prelocked = collections.namedtuple('Prelocked', ['consumers', 'providers'])
 
 
 class BatchFailed(Exception):
@@ -43,12 +47,14 @@ class Plan(object):
     """One write transaction's reads, judgement and writes."""
 
     def __init__(self, conn, context, requests, atomic, new_type,
-                 origins=None):
+                 origins=None, prelocked=None):
         """``origins``: {request index: Origin} when the requests come
         from several calls (their indexes are then unique slots); each
         request is judged under its own call's context and named by its
-        index in that call."""
+        index in that call. ``prelocked``: rows the caller already holds
+        locked, not read again (``Prelocked``)."""
         self.conn = conn
+        self.prelocked = prelocked or Prelocked(None, {})
         self.new_type = new_type
         self.context = context
         self.requests = requests
@@ -141,8 +147,12 @@ class Plan(object):
                             'class %s' % (self._at(r), provider_uuid, name)))
 
     def _lock_consumers(self):
-        self.consumers = db_allocations.lock_consumers(
-            self.conn, [r.consumer_uuid for r in self._live()])
+        uuids = [r.consumer_uuid for r in self._live()]
+        if self.prelocked.consumers is None:
+            self.consumers = db_allocations.lock_consumers(self.conn, uuids)
+        else:
+            self.consumers = {u: self.prelocked.consumers[u] for u in uuids
+                              if u in self.prelocked.consumers}
         for r in self._live():
             consumer = self.consumers.get(r.consumer_uuid)
             context = self._origin(r).context
@@ -185,7 +195,10 @@ class Plan(object):
         for r in live:
             touched.update(pid for pid, _name in self._old_rows(r))
             touched.update(pid for pid, _name in self._new_rows(r))
-        self.locked = db_providers.lock(self.conn, touched)
+        held = self.prelocked.providers
+        self.locked = {pid: held[pid] for pid in touched if pid in held}
+        if len(self.locked) < len(touched):
+            self.locked = db_providers.lock(self.conn, touched)
         stale = [uuid for uuid, pid in self.provider_ids.items()
                  if pid in touched and (pid not in self.locked or
                                         self.locked[pid].uuid != uuid)]

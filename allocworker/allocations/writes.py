@@ -37,6 +37,7 @@ ITEM_FIELDS = ('consumer_uuid', 'consumer_generation', 'project_id',
                'idempotency_key')
 DEFAULT_CONSUMER_TYPE = 'INSTANCE'
 BatchFailed = allocation_plan.BatchFailed
+Prelocked = allocation_plan.Prelocked
 
 
 # -- parsing ---------------------------------------------------------------
@@ -146,10 +147,14 @@ def prepared(context, items):
     return [_authorized(context, r) for r in _parse_batch(items)]
 
 
-def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE):
+def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE,
+             prelocked=None):
     """Judge and commit ``requests`` atomically inside ``conn``'s
-    transaction: (results, notification payloads), or BatchFailed."""
-    plan = allocation_plan.Plan(conn, context, requests, True, new_type)
+    transaction: (results, notification payloads), or BatchFailed.
+    ``prelocked``: what the caller holds locked already
+    (``plan.Prelocked``)."""
+    plan = allocation_plan.Plan(conn, context, requests, True, new_type,
+                                prelocked=prelocked)
     plan.check()
     return plan.commit()
 

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dml
 from allocworker import capacity
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db import rooms
 from allocworker.db import schema
 
 _p = schema.providers
@@ -67,18 +68,27 @@ def lock(conn, provider_ids):
     return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
 
 
-def lock_unless_taken(conn, provider_ids):
+def lock_unless_taken(conn, provider_ids, tree_of=None):
     """Lock providers in id order, skipping rows another transaction holds
-    locked (SKIP LOCKED); True when every one of them is now locked by
-    this transaction. SQLite has one writer at a time: always True."""
+    locked (SKIP LOCKED): None unless every one of them is now locked by
+    this transaction, else ({id: Locked}, as ``lock`` answers, and the
+    units used in the tree of the root id ``tree_of`` when given, read in
+    the same statement, ``rooms.tree_used``). SQLite has one writer at a
+    time: nothing is ever taken there."""
     if not provider_ids:
-        return True
-    if conn.dialect.name == 'sqlite':
-        return True
-    rows = conn.execute(
-        sa.select(_p.c.id).where(_p.c.id.in_(sorted(provider_ids)))
-        .order_by(_p.c.id).with_for_update(skip_locked=True))
-    return len(rows.all()) == len(set(provider_ids))
+        return {}, None
+    columns = [_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid]
+    if tree_of is not None:
+        columns.append(rooms.tree_used(sa.literal(tree_of)))
+    query = (sa.select(*columns).where(_p.c.id.in_(sorted(provider_ids)))
+             .order_by(_p.c.id))
+    if conn.dialect.name != 'sqlite':
+        query = query.with_for_update(skip_locked=True)
+    rows = conn.execute(query).all()
+    if len(rows) != len(set(provider_ids)):
+        return None
+    locked = {row[0]: Locked(*row[1:4]) for row in rows}
+    return locked, (int(rows[0][4]) if tree_of is not None else None)
 
 
 def roots_of(conn, provider_ids):
@@ -106,11 +116,18 @@ def remembered_ids(conn, uuids):
     missing = [u for u in uuids if u not in found]
     if missing:
         fresh = ids_by_uuid(conn, missing)
-        if len(known) > _REMEMBER_AT_MOST:
-            known.clear()
-        known.update(fresh)
+        remember(conn, fresh)
         found.update(fresh)
     return found
+
+
+def remember(conn, ids):
+    """Remember {uuid: id} read by a query of its own (a claim's window
+    of trees), as guesses like any other."""
+    known = _remembered.setdefault(str(conn.engine.url), {})
+    if len(known) + len(ids) > _REMEMBER_AT_MOST:
+        known.clear()
+    known.update(ids)
 
 
 def forget(conn, uuids):

@@ -70,23 +70,50 @@ def shared_class_ids(conn, sharing_trait, class_ids):
     return {row[0] for row in conn.execute(query)}
 
 
-def roomiest_from(conn, class_id, amount, start, count):
-    """Up to ``count`` providers that share the most room left for
-    ``class_id`` (at least ``amount``), as ``Room`` rows, in provider id
-    order from the id ``start`` on, wrapping round to the lowest ids:
-    one statement, along the same index as ``roomiest``."""
-    top = (sa.select(sa.func.max(_u.c.free))
-           .where(_u.c.resource_class_id == class_id, _u.c.free >= amount)
-           .scalar_subquery())
-    query = sa.select(_u.c.free, _u.c.provider_id).where(
-        _u.c.resource_class_id == class_id, _u.c.free == top)
-    order = [('provider_id', False)]
-    rows = _with_roots(conn, query.where(_u.c.provider_id >= start)
-                       .limit(count), order)
-    if len(rows) < count:
-        rows += _with_roots(conn, query.where(_u.c.provider_id < start)
-                            .limit(count - len(rows)), order)
-    return rows
+def roomiest_from(conn, amounts, start, count):
+    """For each class id of ``amounts`` {class id: amount}, up to
+    ``count`` providers that share the most room left for it (at least
+    the amount), as ``Room`` rows, in provider id order from the id
+    ``start`` on, wrapping round to the lowest ids: one statement for
+    every class (a second only for a class whose list wraps), along the
+    same index as ``roomiest``."""
+    classes = sorted(amounts)
+    rows = _from_each(conn, amounts, classes, _u.c.provider_id >= start,
+                      count)
+    short = {c: count - len(rows[c]) for c in classes if len(rows[c]) < count}
+    if short:
+        wrapped = _from_each(conn, amounts, sorted(short),
+                             _u.c.provider_id < start, max(short.values()))
+        for class_id, missing in short.items():
+            rows[class_id] += wrapped[class_id][:missing]
+    return [room for class_id in classes for room in rows[class_id]]
+
+
+def _from_each(conn, amounts, classes, where, count):
+    """{class id: [Room]} of the providers meeting ``where`` that share
+    the most room for each class, a page per class, in one statement."""
+    pages = []
+    for class_id in classes:
+        top = (sa.select(sa.func.max(_u.c.free))
+               .where(_u.c.resource_class_id == class_id,
+                      _u.c.free >= amounts[class_id])
+               .scalar_subquery())
+        page = (sa.select(_u.c.resource_class_id, _u.c.free,
+                          _u.c.provider_id)
+                .where(_u.c.resource_class_id == class_id,
+                       _u.c.free == top, where)
+                .order_by(_u.c.provider_id).limit(count)
+                .subquery())
+        pages.append(sa.select(page))
+    every = sa.union_all(*pages).subquery('page')
+    query = (sa.select(every.c.resource_class_id, every.c.free,
+                       every.c.provider_id, _p.c.root_provider_id)
+             .join(_p, _p.c.id == every.c.provider_id)
+             .order_by(every.c.resource_class_id, every.c.provider_id))
+    found = {class_id: [] for class_id in classes}
+    for class_id, free, provider_id, root_id in conn.execute(query):
+        found[class_id].append(Room(free, provider_id, root_id))
+    return found
 
 
 _id_ranges = {}
@@ -112,19 +139,19 @@ def provider_id_range(conn, class_ids):
     return known[0]
 
 
-def tree_used(conn, root_id):
-    """The units used in the tree of ``root_id``, every class together,
-    counted over the inventories as a window's weighing counts them: a
-    change detector (did anyone place in this tree since?), not an
-    amount of anything."""
-    query = (sa.select(sa.func.coalesce(sa.func.sum(_u.c.used), 0))
-             .select_from(_u)
-             .join(_inv, sa.and_(_inv.c.provider_id == _u.c.provider_id,
-                                 _inv.c.resource_class_id ==
-                                 _u.c.resource_class_id))
-             .join(_p, _p.c.id == _u.c.provider_id)
-             .where(_p.c.root_provider_id == root_id))
-    return int(conn.execute(query).scalar())
+def tree_used(root_id):
+    """The units used in the tree of ``root_id`` (a value or a column),
+    every class together, counted over the inventories as a window's
+    weighing counts them: a scalar subquery, a change detector (did
+    anyone place in this tree since?), not an amount of anything."""
+    return (sa.select(sa.func.coalesce(sa.func.sum(_u.c.used), 0))
+            .select_from(_u)
+            .join(_inv, sa.and_(_inv.c.provider_id == _u.c.provider_id,
+                                _inv.c.resource_class_id ==
+                                _u.c.resource_class_id))
+            .join(_p, _p.c.id == _u.c.provider_id)
+            .where(_p.c.root_provider_id == root_id)
+            .scalar_subquery())
 
 
 def refresh(conn):

@@ -44,7 +44,6 @@ from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
-from allocworker.db import rooms as db_rooms
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
 from allocworker.scheduling import reuse
@@ -181,7 +180,7 @@ def _place(conn, context, claim, existing, searches):
     if kept is not None:
         outcome, _refused, _blocked = _place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-            holds=False)
+            existing)
         if isinstance(outcome, codes.Fault):
             return outcome
         if outcome is not None:
@@ -201,9 +200,8 @@ def _place(conn, context, claim, existing, searches):
         found += len(candidates)
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked = _place_in(
-            conn, context, claim, kept, ids,
-            holds=request.consumer_uuid in existing)
+        outcome, refused, blocked = _place_in(conn, context, claim, kept,
+                                              ids, existing)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
                 searches.keep(claim, window, outcome[0])
@@ -222,15 +220,17 @@ def _place(conn, context, claim, existing, searches):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids, holds):
+def _place_in(conn, context, claim, candidates, ids, existing):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any). ``holds``: the consumer holds allocations now,
-    released while its candidates were weighed."""
+    a candidate, if any). ``existing``: the call's consumers locked."""
     request = claim.request
-    # Its own tree weighed emptier than it is: a resize would never stay.
-    fresh_only = claim.strategy == choosing.SPREAD and not holds
+    db_providers.remember(conn, ids)
+    # A consumer's own tree was weighed with its allocations released,
+    # emptier than it is: a resize would never stay.
+    fresh_only = (claim.strategy == choosing.SPREAD and
+                  request.consumer_uuid not in existing)
     keeping, bending, blocking = _keeping_policies(conn, request,
                                                    candidates, ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
@@ -240,7 +240,7 @@ def _place_in(conn, context, claim, candidates, ids, holds):
     for wait, tries in ((False, ordered), (True, waiting)):
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
-                           wait=wait, fresh_only=fresh_only)
+                           existing, wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
             elif not isinstance(outcome, codes.Fault):
@@ -258,11 +258,12 @@ def _search(conn, context, claim, existing):
     windows of candidates), each window searched as if the consumer's
     allocations were released."""
     if _is_new(claim, existing):
-        return None, _windows(conn, context, claim, release=False)
+        return None, _windows(conn, context, claim, None)
     savepoint = conn.begin_nested()
+    held = writes.Prelocked(existing, {})
     try:
         released, _changes = writes.write_in(conn, context, [claim.request],
-                                             NEW_TYPE)
+                                             NEW_TYPE, held)
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[claim.request.index], None
@@ -271,7 +272,7 @@ def _search(conn, context, claim, existing):
     if 'root_uuid' in answer:
         # Replayed: claims remember where they placed (see _placed).
         return answer, None
-    return None, _windows(conn, context, claim, release=True)
+    return None, _windows(conn, context, claim, held)
 
 
 def _is_new(claim, existing):
@@ -291,14 +292,16 @@ def _not_excluded(claim, candidates):
 def _windows(conn, context, claim, release):
     """The candidates of each window in turn, each read with the
     consumer's own allocations released (a resize may land where it is)
-    in a savepoint rolled back before any is tried; a Fault for an
-    unknown class or trait."""
+    in a savepoint rolled back before any is tried (``release``, the
+    rows the release holds locked already, ``writes.Prelocked``; None
+    for a new consumer); a Fault for an unknown class or trait."""
     source = lookup.windows(conn, claim.wanted, claim.strategy)
     while True:
         savepoint = conn.begin_nested() if release else None
         try:
             if release:
-                writes.write_in(conn, context, [claim.request], NEW_TYPE)
+                writes.write_in(conn, context, [claim.request], NEW_TYPE,
+                                release)
             window = next(source, None)
         except codes.Fault as fault:
             window = codes.Fault(fault.code, 'items[%d].request: %s'
@@ -364,38 +367,38 @@ def _ruled_out(request, group, fitting):
            if group.max_per_root else ''))
 
 
-def _try(conn, context, request, candidate, ids, wait, fresh_only):
+def _try(conn, context, request, candidate, ids, existing, wait,
+         fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
     that refused it (rolled back), or None when ``wait`` is False and
     another transaction holds one of its providers, or, ``fresh_only``,
-    placed in its tree since the claim weighed it."""
+    placed in its tree since the claim weighed it (a concurrent claim
+    that weighed the same window got there first: a ``spread`` claim
+    that went on would double up on that host while others it weighed
+    stay empty)."""
     savepoint = conn.begin_nested()
-    if not wait and (not db_providers.lock_unless_taken(
-            conn, {ids[u] for u in candidate['allocations'] if u in ids})
-            or fresh_only and _placed_in_since(conn, candidate, ids)):
-        savepoint.rollback()
-        return None
+    providers = {ids[u] for u in candidate['allocations'] if u in ids}
+    held = {}
+    if not wait:
+        weighed = candidate.get('tree_used') if fresh_only else None
+        root = ids.get(candidate['root_uuid'])
+        taken = db_providers.lock_unless_taken(
+            conn, providers, None if weighed is None else root)
+        if taken is None or (weighed is not None and root is not None and
+                             taken[1] > weighed):
+            savepoint.rollback()
+            return None
+        held = taken[0]
     try:
         results, changes = writes.write_in(
             conn, context,
             [request._replace(allocations=candidate['allocations'])],
-            NEW_TYPE)
+            NEW_TYPE, prelocked=writes.Prelocked(existing, held))
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[request.index]
     savepoint.commit()
     return results[request.index], changes
-
-
-def _placed_in_since(conn, candidate, ids):
-    """Whether the candidate's tree holds more than when it was weighed:
-    a concurrent claim that read the same window placed there first, and
-    a ``spread`` claim that went on would double up on that host while
-    the others it weighed stay empty."""
-    weighed = candidate.get('tree_used')
-    root = ids.get(candidate['root_uuid'])
-    return (weighed is not None and root is not None and
-            db_rooms.tree_used(conn, root) > weighed)
 
 
 def _placed(conn, request, candidate, answer, changes):

@@ -81,12 +81,8 @@ def _among_the_roomiest(conn, amounts, size):
     uniform cloud, all of them), so that concurrent claims start on
     different hosts instead of all weighing the same first ones. The
     windows after it read each list from its top as usual."""
-    window = set()
     ids = db_rooms.provider_id_range(conn, amounts)
     if ids is None:
-        return window
-    start = random.randint(*ids)
-    for class_id, amount in sorted(amounts.items()):
-        window.update(row.root_id for row in db_rooms.roomiest_from(
-            conn, class_id, amount, start, size))
-    return window
+        return set()
+    return {row.root_id for row in db_rooms.roomiest_from(
+        conn, amounts, random.randint(*ids), size)}
