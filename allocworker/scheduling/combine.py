@@ -78,7 +78,7 @@ class Search(object):
         for anchor in sorted(anchors):
             options = [self._options(plan, rows[anchor], traits)
                        for plan, rows in zip(self.plans, found)]
-            for combo in self._combinations(options):
+            for combo in self._combinations(options, inventories):
                 candidate = self._judge(anchor, combo, nodes, inventories)
                 if candidate is None:
                     continue
@@ -138,14 +138,30 @@ class Search(object):
                 [(p, n, group.resources[n]) for p, n in zip(choice, names)]))
         return options
 
-    def _combinations(self, options):
+    def _combinations(self, options, inventories=None):
         """An Option per group, in the order of ``itertools.product``,
         lazily, without the combinations ``isolate`` rules out (a
         numbered group never takes a provider another numbered group
         took), nor, when ``distinct``, those that only swap
         interchangeable groups: a claim of eight isolated groups on a
-        host of eight devices walks one path, not 8^8."""
+        host of eight devices walks one path, not 8^8. With
+        ``inventories`` ({provider: {class: (Inventory, used)}} of the
+        classes several groups ask), nor those that already ask more of
+        such a provider than it has (the unnumbered group on a device
+        a numbered one takes): what ``_judge`` would refuse, dropped
+        before the groups after it multiply it."""
         chosen, at, taken = [None] * len(options), [0] * len(options), set()
+        asked = collections.Counter()
+        watched = self.shared_classes if inventories else ()
+
+        def fits(rows):
+            for provider, name, amount in rows:
+                inventory, used = inventories[provider][name]
+                total = asked[provider, name] + amount
+                if total > inventory.max_unit or \
+                        not capacity.fits(inventory, used + total):
+                    return False
+            return True
 
         def walk(i):
             if i == len(options):
@@ -155,12 +171,19 @@ class Search(object):
             for k in range(at[twin] if twin is not None else 0,
                            len(options[i])):
                 option = options[i][k]
+                if self.isolated[i] and option.providers[0] in taken:
+                    continue
+                rows = [r for r in option.rows if r[1] in watched]
+                if rows and not fits(rows):
+                    continue
                 if self.isolated[i]:
-                    if option.providers[0] in taken:
-                        continue
                     taken.add(option.providers[0])
+                for provider, name, amount in rows:
+                    asked[provider, name] += amount
                 chosen[i], at[i] = option, k
                 yield from walk(i + 1)
+                for provider, name, amount in rows:
+                    asked[provider, name] -= amount
                 if self.isolated[i]:
                     taken.discard(option.providers[0])
 

@@ -9,6 +9,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from allocworker import capacity
 from allocworker.scheduling import combine
 
 
@@ -83,3 +84,27 @@ def test_eight_isolated_twins_on_eight_devices_walk_one_path():
     search = _search([True] * 8, [None] + list(range(7)))
     assert [tuple(o.providers[0] for o in c)
             for c in search._combinations(options)] == [tuple(range(8))]
+
+
+@settings(max_examples=200, deadline=None)
+@given(groups, shapes, st.booleans(),
+       st.lists(st.integers(0, 3), min_size=6, max_size=6))
+def test_the_walk_drops_what_asks_more_of_a_provider_than_it_has(
+        layout, lists, isolate, room):
+    """With the inventories of a class several groups ask, the walk is
+    the product minus what isolate rules out and minus what asks more of
+    a provider than its room (``room[p]`` units left of X on provider
+    p), in the same order."""
+    options, isolated = _setup(layout, lists, isolate)
+    search = _search(isolated, [None] * len(options))
+    search.shared_classes = {'X'}
+    inventories = {p: {'X': (capacity.Inventory(room[p], 0, 1, 3, 1, 1.0),
+                             0)} for p in range(6)}
+
+    def fits(combo):
+        asked = collections.Counter(o.providers[0] for o in combo)
+        return all(n <= min(room[p], 3) for p, n in asked.items())
+
+    walked = list(search._combinations(options, inventories))
+    assert walked == [c for c in itertools.product(*options)
+                      if _allowed(c, isolated) and fits(c)]
