@@ -147,9 +147,9 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
     # providers; many: from the few sharing providers out to the trees.
     from_trees = not ranged and len(roots) <= _FEW_ROOTS
     query = _supplier_query(
-        ranged, class_id is not None, _hashable(filters),
-        _hashable(tree_filters), in_tree is not None,
-        _hashable(sharing_filters) if sharing else None, from_trees)
+        ranged, class_id is not None, hashable(filters),
+        hashable(tree_filters), in_tree is not None,
+        hashable(sharing_filters) if sharing else None, from_trees)
     bound = {'class_id': class_id, 'amount': amount, 'in_tree': in_tree,
              'sharing_trait': sharing_trait}
     if ranged:
@@ -162,7 +162,8 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
 _FEW_ROOTS = 64
 
 
-def _hashable(filters):
+def hashable(filters):
+    """``filters`` (a Filters, or None) as a value a dict can key on."""
     if filters is None:
         return None
     return Filters(*(tuple(tuple(sorted(v))

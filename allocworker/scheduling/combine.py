@@ -54,8 +54,11 @@ class Search(object):
         roots = (chunk[0], chunk[-1]) if ranged else members
         self.nodes = {}
         found = []
+        # Groups that ask the same (eight numbered groups of one VGPU
+        # each) read their suppliers once.
+        read = {}
         for plan in self.plans:
-            found.append(self._group_rows(plan, roots, members))
+            found.append(self._group_rows(plan, roots, members, read))
             if not found[-1]:
                 return []
         anchors = set.intersection(*(set(f) for f in found))
@@ -91,9 +94,11 @@ class Search(object):
                     return result
         return result
 
-    def _group_rows(self, plan, roots, members):
+    def _group_rows(self, plan, roots, members, read):
         """{anchor: rows}: for a numbered group the set of providers that
-        have everything, for the unnumbered one {class: [providers]}."""
+        have everything, for the unnumbered one {class: [providers]}.
+        ``read``: the suppliers read for this slice so far, by what was
+        asked."""
         per_class = []
         for name, class_id, amount in plan.classes or [(None, None, None)]:
             sharing = plan.sharing_filters
@@ -101,9 +106,14 @@ class Search(object):
                     class_id is not None and \
                     class_id not in self.offered_by_sharing:
                 sharing = None  # a cheaper statement, the same rows
-            rows = db_candidates.suppliers(
-                self.conn, roots, class_id, amount, plan.filters,
-                plan.tree_filters, plan.in_tree, self.sharing, sharing)
+            asked = (class_id, amount, plan.in_tree) + tuple(
+                db_candidates.hashable(f) for f in (
+                    plan.filters, plan.tree_filters, sharing))
+            rows = read.get(asked)
+            if rows is None:
+                rows = read[asked] = db_candidates.suppliers(
+                    self.conn, roots, class_id, amount, plan.filters,
+                    plan.tree_filters, plan.in_tree, self.sharing, sharing)
             by_anchor = collections.defaultdict(set)
             for provider, anchor in rows:
                 if anchor in members:
