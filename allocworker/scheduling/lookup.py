@@ -41,7 +41,11 @@ def find(conn, wanted, limit=None):
     """The candidates of ``wanted`` read in ``conn``, each in the
     contract's shape; its summaries name the providers it allocates
     from."""
-    return _shaped(scheduling_candidates.find(wanted, limit, conn=conn))
+    found = scheduling_candidates.find(wanted, limit, conn=conn)
+    # Read only: candidates on one host share its providers' summaries.
+    summaries = {uuid: _summary(summary)
+                 for uuid, summary in found.providers.items()}
+    return _shaped(found, summaries)
 
 
 def windows(conn, wanted, strategy):
@@ -61,11 +65,18 @@ def windows(conn, wanted, strategy):
         yield shaped, found.ids
 
 
-def _shaped(found):
+def _shaped(found, summaries=None):
+    """The candidates in the contract's shape; their providers'
+    summaries from ``summaries`` {uuid: summary} when given, else each
+    its own (a claim moves them as it places, ``reuse``)."""
+    def summary(uuid):
+        if summaries is not None:
+            return summaries[uuid]
+        return _summary(found.providers[uuid])
+
     return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
              'mappings': c.mappings,
-             'providers': {uuid: _summary(found.providers[uuid])
-                           for uuid in c.allocations}}
+             'providers': {uuid: summary(uuid) for uuid in c.allocations}}
             for c in found.candidates]
 
 
