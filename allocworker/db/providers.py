@@ -1,6 +1,7 @@
 """Queries on providers, their inventories and their usages."""
 
 import collections
+import functools
 import math
 
 from oslo_utils import timeutils
@@ -77,18 +78,29 @@ def lock_unless_taken(conn, provider_ids, tree_of=None):
     time: nothing is ever taken there."""
     if not provider_ids:
         return {}, None
-    columns = [_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid]
+    bound = {'ids': sorted(provider_ids)}
     if tree_of is not None:
-        columns.append(rooms.tree_used(sa.literal(tree_of)))
-    query = (sa.select(*columns).where(_p.c.id.in_(sorted(provider_ids)))
-             .order_by(_p.c.id))
-    if conn.dialect.name != 'sqlite':
-        query = query.with_for_update(skip_locked=True)
-    rows = conn.execute(query).all()
+        bound['root'] = tree_of
+    rows = conn.execute(
+        _lock_unless_taken_query(tree_of is not None,
+                                 conn.dialect.name != 'sqlite'),
+        bound).all()
     if len(rows) != len(set(provider_ids)):
         return None
     locked = {row[0]: Locked(*row[1:4]) for row in rows}
     return locked, (int(rows[0][4]) if tree_of is not None else None)
+
+
+@functools.lru_cache(maxsize=4)
+def _lock_unless_taken_query(with_tree, skip_locked):
+    columns = [_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid]
+    if with_tree:
+        columns.append(rooms.tree_used(
+            sa.bindparam('root', type_=sa.Integer)))
+    query = (sa.select(*columns)
+             .where(_p.c.id.in_(sa.bindparam('ids', expanding=True)))
+             .order_by(_p.c.id))
+    return query.with_for_update(skip_locked=True) if skip_locked else query
 
 
 def roots_of(conn, provider_ids):

@@ -4,6 +4,7 @@ order: what a claim's windows of roots are made from
 provider) index, so it costs a page, never the cloud."""
 
 import collections
+import functools
 import time
 
 import sqlalchemy as sa
@@ -78,42 +79,58 @@ def roomiest_from(conn, amounts, start, count):
     every class (a second only for a class whose list wraps), along the
     same index as ``roomiest``."""
     classes = sorted(amounts)
-    rows = _from_each(conn, amounts, classes, _u.c.provider_id >= start,
-                      count)
+    rows = _from_each(conn, amounts, classes, start, True, count)
     short = {c: count - len(rows[c]) for c in classes if len(rows[c]) < count}
     if short:
-        wrapped = _from_each(conn, amounts, sorted(short),
-                             _u.c.provider_id < start, max(short.values()))
+        wrapped = _from_each(conn, amounts, sorted(short), start, False,
+                             max(short.values()))
         for class_id, missing in short.items():
             rows[class_id] += wrapped[class_id][:missing]
     return [room for class_id in classes for room in rows[class_id]]
 
 
-def _from_each(conn, amounts, classes, where, count):
-    """{class id: [Room]} of the providers meeting ``where`` that share
-    the most room for each class, a page per class, in one statement."""
+def _from_each(conn, amounts, classes, start, onwards, count):
+    """{class id: [Room]} of the providers from id ``start`` on
+    (``onwards``) or below it that share the most room for each class, a
+    page per class, in one statement."""
+    bound = {'start': start, 'count': count}
+    for n, class_id in enumerate(classes):
+        bound.update({'class_%d' % n: class_id,
+                      'amount_%d' % n: amounts[class_id]})
+    found = {class_id: [] for class_id in classes}
+    for class_id, free, provider_id, root_id in conn.execute(
+            _from_each_query(len(classes), onwards), bound):
+        found[class_id].append(Room(free, provider_id, root_id))
+    return found
+
+
+@functools.lru_cache(maxsize=32)
+def _from_each_query(classes, onwards):
+    """``_from_each``'s statement for that many classes, built once."""
+    start = sa.bindparam('start', type_=sa.Integer)
     pages = []
-    for class_id in classes:
+    for n in range(classes):
+        class_id = sa.bindparam('class_%d' % n, type_=sa.Integer)
         top = (sa.select(sa.func.max(_u.c.free))
                .where(_u.c.resource_class_id == class_id,
-                      _u.c.free >= amounts[class_id])
+                      _u.c.free >= sa.bindparam('amount_%d' % n,
+                                                type_=sa.BigInteger))
                .scalar_subquery())
         page = (sa.select(_u.c.resource_class_id, _u.c.free,
                           _u.c.provider_id)
                 .where(_u.c.resource_class_id == class_id,
-                       _u.c.free == top, where)
-                .order_by(_u.c.provider_id).limit(count)
+                       _u.c.free == top,
+                       _u.c.provider_id >= start if onwards
+                       else _u.c.provider_id < start)
+                .order_by(_u.c.provider_id)
+                .limit(sa.bindparam('count', type_=sa.Integer))
                 .subquery())
         pages.append(sa.select(page))
     every = sa.union_all(*pages).subquery('page')
-    query = (sa.select(every.c.resource_class_id, every.c.free,
-                       every.c.provider_id, _p.c.root_provider_id)
-             .join(_p, _p.c.id == every.c.provider_id)
-             .order_by(every.c.resource_class_id, every.c.provider_id))
-    found = {class_id: [] for class_id in classes}
-    for class_id, free, provider_id, root_id in conn.execute(query):
-        found[class_id].append(Room(free, provider_id, root_id))
-    return found
+    return (sa.select(every.c.resource_class_id, every.c.free,
+                      every.c.provider_id, _p.c.root_provider_id)
+            .join(_p, _p.c.id == every.c.provider_id)
+            .order_by(every.c.resource_class_id, every.c.provider_id))
 
 
 _id_ranges = {}
