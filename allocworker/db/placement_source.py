@@ -182,24 +182,36 @@ def _consumer_query():
                      _c.c.updated_at)
 
 
-def _named(conn, rows):
+# Names kept between pages, per kind, at most this many (then forgotten
+# and read again as pages need them): one read per project in the usual
+# cloud, memory bounded in any.
+KNOWN_NAMES = 10000
+
+_NAMED = (('project', _proj, _proj.c.external_id, 3),
+          ('user', _user, _user.c.external_id, 4),
+          ('type', _ct, _ct.c.name, 5))
+
+
+def _named(conn, rows, known=None):
     """``rows`` of ``_consumer_query`` with Placement's project, user and
-    consumer type ids replaced by their external ids and name, read for
-    these rows only (a missing project or user becomes None, which the
-    rules refuse by name; an unknown type None, as Placement reads it)."""
-    found = {}
-    for key, table, column, at in (('project', _proj, _proj.c.external_id, 3),
-                                   ('user', _user, _user.c.external_id, 4),
-                                   ('type', _ct, _ct.c.name, 5)):
-        wanted = sorted({row[at] for row in rows if row[at] is not None})
-        found[key] = dict(conn.execute(
-            sa.select(table.c.id, column).where(table.c.id.in_(wanted)))
-            .all()) if wanted else {}
-    return [(c_id, uuid, generation, found['project'].get(project),
-             found['user'].get(user), found['type'].get(kind), created,
-             updated)
-            for c_id, uuid, generation, project, user, kind, created, updated
-            in rows]
+    consumer type ids replaced by their external ids and name (a missing
+    project or user becomes None, which the rules refuse by name; an
+    unknown type None, as Placement reads it). ``known``: {kind: {id:
+    name}} kept by the caller between calls."""
+    known = {} if known is None else known
+    for key, table, column, at in _NAMED:
+        names = known.setdefault(key, {})
+        wanted = {row[at] for row in rows if row[at] is not None} - set(names)
+        if len(names) + len(wanted) > KNOWN_NAMES:
+            names.clear()
+            wanted = {row[at] for row in rows if row[at] is not None}
+        if wanted:
+            names.update(dict.fromkeys(wanted))
+            names.update(conn.execute(sa.select(table.c.id, column).where(
+                table.c.id.in_(sorted(wanted)))).all())
+    project, user, kind = (known[key] for key, *_r in _NAMED)
+    return [(row[0], row[1], row[2], project.get(row[3]), user.get(row[4]),
+             kind.get(row[5]), row[6], row[7]) for row in rows]
 
 
 def consumer_pages(conn, page_size, since=None):
@@ -207,6 +219,7 @@ def consumer_pages(conn, page_size, since=None):
     page whatever the size): lists of (id, uuid, generation, project,
     user, consumer type or None, created_at, updated_at)."""
     after = None
+    known = {}
     while True:
         query = _consumer_query().order_by(_c.c.id).limit(page_size)
         if after is not None:
@@ -216,7 +229,7 @@ def consumer_pages(conn, page_size, since=None):
         page = conn.execute(query).all()
         if not page:
             return
-        yield _named(conn, page)
+        yield _named(conn, page, known)
         after = page[-1][0]
 
 
