@@ -24,7 +24,6 @@ import datetime
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -182,23 +181,27 @@ class BackendCpu(object):
 
 def manage(config, *args, profile=None):
     """allocworker-manage, timed: (seconds, its JSON, its peak RSS MiB,
-    its CPU seconds); under cProfile into the file ``profile`` when
-    given."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    before, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
-    started = time.monotonic()
+    its CPU seconds), all of this one process (``wait4``'s usage, not
+    the maximum over every child so far); under cProfile into the file
+    ``profile`` when given."""
     command = [os.path.join(services.BIN, 'allocworker-manage')]
     if profile:
         command = [sys.executable, '-m', 'cProfile', '-o', profile] + command
-    result = subprocess.run(command + ['--config-file', config] + list(args),
-                            capture_output=True, text=True)
-    seconds = time.monotonic() - started
-    if result.returncode != 0:
-        raise RuntimeError(result.stderr[-2000:])
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (seconds, json.loads(result.stdout),
-            max(usage.ru_maxrss, before) / 1024.0,
-            usage.ru_utime + usage.ru_stime - cpu)
+    with tempfile.TemporaryFile('w+') as out, \
+            tempfile.TemporaryFile('w+') as err:
+        started = time.monotonic()
+        child = subprocess.Popen(
+            command + ['--config-file', config] + list(args),
+            stdout=out, stderr=err, text=True)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        seconds = time.monotonic() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(err.read()[-2000:])
+        return (seconds, json.loads(out.read()), usage.ru_maxrss / 1024.0,
+                usage.ru_utime + usage.ru_stime)
 
 
 def main(argv=None):
@@ -225,6 +228,7 @@ def main(argv=None):
                     if args.profile else None
                     for name in ('import', 'catch-up')]
         names = [sa.engine.make_url(u).database for u in (source, books)]
+        load_before = os.getloadavg()[0]
         with BackendCpu(names, args.backend) as first_db:
             first = manage(config, 'placement', 'import',
                            '--from-connection', source, '--format', 'json',
@@ -237,7 +241,7 @@ def main(argv=None):
                            profile=profiles[1])
     row = {'backend': args.backend, 'providers': args.providers,
            'consumers': args.consumers,
-           'load_average': os.getloadavg()[0],
+           'load_average': [load_before, os.getloadavg()[0]],
            'fill_seconds': round(fill_seconds, 1),
            'import_seconds': round(first[0], 2),
            'import_cpu_seconds': round(first[3], 2),
@@ -247,6 +251,7 @@ def main(argv=None):
            'peak_rss_mib': round(first[2], 1),
            'changes': changes,
            'catch_up_seconds': round(catch[0], 2),
+           'catch_up_peak_rss_mib': round(catch[2], 1),
            'catch_up_cpu_seconds': round(catch[3], 2),
            'catch_up_database_cpu_seconds': catch_db.seconds(),
            'catch_up_audit_seconds': catch[1]['audit']['seconds'],

@@ -169,13 +169,49 @@ def provider_aggregates(conn):
 
 
 def _consumer_query():
-    return (sa.select(_c.c.id, _c.c.uuid, _c.c.generation,
-                      _proj.c.external_id, _user.c.external_id, _ct.c.name,
-                      _c.c.created_at, _c.c.updated_at)
-            .select_from(_c)
-            .join(_proj, _proj.c.id == _c.c.project_id)
-            .join(_user, _user.c.id == _c.c.user_id)
-            .outerjoin(_ct, _ct.c.id == _c.c.consumer_type_id))
+    # The consumers table alone: joined to projects and users, MariaDB
+    # 10.11 drives the join from projects (the smaller table) and sorts
+    # every consumer after the page's start in an internal temporary
+    # table for each page, on disk in its tmpdir past tmp_table_size:
+    # quadratic in the consumers, and an import that fails when anything
+    # removes that file meanwhile (any mariadbd starting with the same
+    # tmpdir deletes every #sql* file in it). By the primary key alone
+    # each page is an index range read, on every backend.
+    return sa.select(_c.c.id, _c.c.uuid, _c.c.generation, _c.c.project_id,
+                     _c.c.user_id, _c.c.consumer_type_id, _c.c.created_at,
+                     _c.c.updated_at)
+
+
+# Names kept between pages, per kind, at most this many (then forgotten
+# and read again as pages need them): one read per project in the usual
+# cloud, memory bounded in any.
+KNOWN_NAMES = 10000
+
+_NAMED = (('project', _proj, _proj.c.external_id, 3),
+          ('user', _user, _user.c.external_id, 4),
+          ('type', _ct, _ct.c.name, 5))
+
+
+def _named(conn, rows, known=None):
+    """``rows`` of ``_consumer_query`` with Placement's project, user and
+    consumer type ids replaced by their external ids and name (a missing
+    project or user becomes None, which the rules refuse by name; an
+    unknown type None, as Placement reads it). ``known``: {kind: {id:
+    name}} kept by the caller between calls."""
+    known = {} if known is None else known
+    for key, table, column, at in _NAMED:
+        names = known.setdefault(key, {})
+        wanted = {row[at] for row in rows if row[at] is not None} - set(names)
+        if len(names) + len(wanted) > KNOWN_NAMES:
+            names.clear()
+            wanted = {row[at] for row in rows if row[at] is not None}
+        if wanted:
+            names.update(dict.fromkeys(wanted))
+            names.update(conn.execute(sa.select(table.c.id, column).where(
+                table.c.id.in_(sorted(wanted)))).all())
+    project, user, kind = (known[key] for key, *_r in _NAMED)
+    return [(row[0], row[1], row[2], project.get(row[3]), user.get(row[4]),
+             kind.get(row[5]), row[6], row[7]) for row in rows]
 
 
 def consumer_pages(conn, page_size, since=None):
@@ -183,6 +219,7 @@ def consumer_pages(conn, page_size, since=None):
     page whatever the size): lists of (id, uuid, generation, project,
     user, consumer type or None, created_at, updated_at)."""
     after = None
+    known = {}
     while True:
         query = _consumer_query().order_by(_c.c.id).limit(page_size)
         if after is not None:
@@ -192,7 +229,7 @@ def consumer_pages(conn, page_size, since=None):
         page = conn.execute(query).all()
         if not page:
             return
-        yield page
+        yield _named(conn, page, known)
         after = page[-1][0]
 
 
@@ -200,8 +237,8 @@ def consumers_named(conn, uuids):
     """The consumer rows (as ``consumer_pages``) of ``uuids``."""
     if not uuids:
         return []
-    return conn.execute(_consumer_query().where(
-        _c.c.uuid.in_(sorted(uuids)))).all()
+    return _named(conn, conn.execute(_consumer_query().where(
+        _c.c.uuid.in_(sorted(uuids)))).all())
 
 
 def consumer_uuids(conn):
