@@ -90,6 +90,9 @@ write_node_config() {   # N
 [mysqld]
 user = mysql
 datadir = $d/data
+# Its own: a starting mariadbd deletes every #sql* file in its tmpdir,
+# and /tmp holds the default server's live temporary tables.
+tmpdir = $d/tmp
 socket = $d/mysqld.sock
 pid-file = $d/mysqld.pid
 log-error = $d/error.log
@@ -215,7 +218,7 @@ prepare() {
     mkdir -p "$BASE"
     for n in $NODES; do
         d=$(dir "$n")
-        mkdir -p "$d/data"
+        mkdir -p "$d/data" "$d/tmp"
         write_node_config "$n"
         chown -R mysql:mysql "$d"
     done
