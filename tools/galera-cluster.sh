@@ -20,6 +20,8 @@
 # 1458N; HAProxy listens on 127.0.0.1:3320 (writes: one active node, the
 # others backups) and 3321 (stale-tolerant reads: the backups). All state
 # under $AW_GALERA_CLUSTER_DIR (default /tmp/allocworker-galera-cluster).
+# $AW_GALERA_GCACHE_SIZE: the write-set cache of the nodes "start" starts
+# (default 64M).
 # /etc/mysql/my.cnf belongs to the default server: every mariadbd run here
 # gets --defaults-file first and every client --no-defaults.
 set -euo pipefail
@@ -33,6 +35,11 @@ SST_PORT0=14580
 WRITER_PORT=3320
 READER_PORT=3321
 PROVIDER=/usr/lib/galera/libgalera_smm.so
+# The write-set cache (gcache.size) a returning node's IST is served from.
+# Read when a node starts: the nodes started by one "start" get the value
+# it saw (a test of a node away past the cache starts its cluster with a
+# few MiB; production sizes it for the longest absence IST should cover).
+GCACHE_SIZE=${AW_GALERA_GCACHE_SIZE:-64M}
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 
 dir() { echo "$BASE/node$1"; }
@@ -121,7 +128,7 @@ wsrep_sst_receive_address = 127.0.0.1:$((SST_PORT0 + n))
 wsrep_slave_threads = 2
 # A peer that stops answering is suspected after 3 s and evicted after 6 s
 # (defaults 5 s / 15 s), so the two others go on sooner.
-wsrep_provider_options = "ist.recv_addr=127.0.0.1:$((IST_PORT0 + n));gcache.size=64M;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.keepalive_period=PT1S;evs.inactive_check_period=PT0.5S"
+wsrep_provider_options = "ist.recv_addr=127.0.0.1:$((IST_PORT0 + n));gcache.size=$GCACHE_SIZE;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.keepalive_period=PT1S;evs.inactive_check_period=PT0.5S"
 EOF
 }
 

@@ -6,6 +6,7 @@ with."""
 import collections
 import os
 import random
+import re
 import signal
 import subprocess
 import threading
@@ -38,12 +39,28 @@ class Galera(object):
     """Control of the three nodes and HAProxy (never of the default
     MariaDB on 3306)."""
 
-    def __init__(self):
+    def __init__(self, gcache_size=None):
+        """``gcache_size``: the nodes' write-set cache (gcache.size, e.g.
+        '4M'); None leaves the script's default."""
         self.started_here = False
+        self.restart_after = False
+        self.gcache_size = gcache_size
+        self.env = dict(os.environ)
+        if gcache_size:
+            self.env['AW_GALERA_GCACHE_SIZE'] = gcache_size
+        else:
+            self.env.pop('AW_GALERA_GCACHE_SIZE', None)
 
     def start(self):
         status = self.script('status')
         self.started_here = 'Synced' not in status
+        if not self.started_here and self.gcache_size and \
+                self.gcache_in_use() != self.gcache_size:
+            # gcache.size is read only when a node starts: a cluster
+            # already running with another cache is restarted with this
+            # one, and with its own again when done.
+            self.script('stop', timeout=300)
+            self.started_here = self.restart_after = True
         self.script('start', timeout=300)
         return self
 
@@ -51,10 +68,31 @@ class Galera(object):
         self.thaw_all()
         if self.started_here:
             self.script('stop', timeout=300)
+        if self.restart_after:
+            self.env.pop('AW_GALERA_GCACHE_SIZE', None)
+            self.script('start', timeout=300)
+
+    def gcache_in_use(self):
+        """gcache.size as the first running node was started with."""
+        for node in NODES:
+            try:
+                options = self.sql(node, 'SELECT @@wsrep_provider_options')
+            except AssertionError:
+                continue
+            match = re.search(r'gcache\.size = ([^;]+)', options)
+            if match:
+                return match.group(1).strip()
+        return None
+
+    def status_value(self, node, name):
+        """A wsrep status variable of node ``node``, as text."""
+        return self.sql(node, "SELECT VARIABLE_VALUE FROM "
+                              "information_schema.GLOBAL_STATUS WHERE "
+                              "VARIABLE_NAME = '%s'" % name)
 
     def script(self, *args, timeout=120):
         result = subprocess.run([SCRIPT] + list(args), capture_output=True,
-                                text=True, timeout=timeout)
+                                text=True, timeout=timeout, env=self.env)
         if result.returncode != 0:
             raise AssertionError('galera-cluster.sh %s: %s%s'
                                  % (' '.join(args), result.stdout,
