@@ -176,20 +176,21 @@ def write_set(conn, writes):
         project_usage={key: d for key, d in project_usage.items() if d},
         project_consumers={key: d for key, d in project_consumers.items()
                            if d})
+    shard = quota.shard()
     if prepared.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
-            conn, writes, now)
+            conn, writes, now, shard)
         if consumers_moved != len(writes.updated):
             raise api.ConcurrentUpdate('consumer')
         if providers_moved != len(writes.bumps):
             raise api.ConcurrentUpdate('provider')
     else:
-        held = _write_each(conn, writes, now)
+        held = _write_each(conn, writes, now, shard)
     held.update((u[0], (u[1], u[2] + 1)) for u in writes.updated)
     return held
 
 
-def _write_each(conn, writes, now):
+def _write_each(conn, writes, now, shard):
     """``write_set`` one statement (or executemany) per kind of write."""
     delete_rows(conn, writes.replaced)
     if not update_consumers(conn, [u[1:] for u in writes.updated], now):
@@ -197,7 +198,7 @@ def _write_each(conn, writes, now):
     held = create_consumers(conn, writes.created, now)
     delete_consumers(conn, writes.emptied)
     providers.add_usage(conn, writes.usage)
-    quota.add(conn, writes.project_usage, writes.project_consumers)
+    quota.add(conn, writes.project_usage, writes.project_consumers, shard)
     ids = dict(held)
     ids.update((u[0], (u[1],)) for u in writes.updated)
     insert_rows(conn, [(ids[uuid][0], pid, class_id, used)

@@ -13,6 +13,8 @@ on. Reading them costs the same for a project of ten consumers or of ten
 thousand.
 """
 
+import random
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql as mysql_dml
 from sqlalchemy.dialects import postgresql as postgresql_dml
@@ -120,18 +122,32 @@ def usage(conn, project_ids, counted_types, servers_type):
     return found
 
 
-def add(conn, used, consumers):
+# Rows each count is split over (``schema.project_usages``): two
+# concurrent writers of a project meet on a counter row one time in
+# SHARDS; a read sums SHARDS times the rows.
+SHARDS = 4
+
+
+def shard():
+    """The counter rows one transaction moves (all of them on one)."""
+    return random.randrange(SHARDS)
+
+
+def add(conn, used, consumers, shard=0):
     """Move the counters by ``used`` {(project_id, consumer_type,
     class_id): delta} and ``consumers`` {(project_id, consumer_type):
-    delta} (types as stored: '' for none), one upsert each (a missing
-    row is created, an existing one moved), rows in key order so that
-    concurrent writers lock shared counter rows in one order."""
+    delta} (types as stored: '' for none) on rows ``shard``, one upsert
+    each (a missing row is created, an existing one moved), rows in key
+    order so that concurrent writers lock shared counter rows in one
+    order."""
     dialect = conn.dialect.name
     rows = [{'project_id': p, 'consumer_type': t, 'resource_class_id': c,
-             'used': d} for (p, t, c), d in sorted(used.items()) if d]
+             'shard': shard, 'used': d}
+            for (p, t, c), d in sorted(used.items()) if d]
     if rows:
         conn.execute(_upsert(dialect, _pu, 'used'), rows)
-    rows = [{'project_id': p, 'consumer_type': t, 'consumers': d}
+    rows = [{'project_id': p, 'consumer_type': t, 'shard': shard,
+             'consumers': d}
             for (p, t), d in sorted(consumers.items()) if d]
     if rows:
         conn.execute(_upsert(dialect, _pc, 'consumers'), rows)
@@ -160,9 +176,15 @@ def _upsert(dialect, table, column):
     return statement
 
 
-def _counted_off(counters, keys, value, held):
-    """Counter rows that differ from ``held`` (a subquery of the same
-    keys and ``value``), and held values with no counter row."""
+def _counted_off(table, keys, value, held):
+    """Counts (summed over their rows) that differ from ``held`` (a
+    subquery of the same keys and ``value``), and held values with no
+    counter row."""
+    counters = (sa.select(*[table.c[k] for k in keys],
+                          sa.cast(sa.func.sum(table.c[value]),
+                                  sa.BigInteger).label(value))
+                .group_by(*[table.c[k] for k in keys])
+                .subquery('counters'))
     on = sa.and_(*[held.c[k] == counters.c[k] for k in keys])
     counted = sa.func.coalesce(counters.c[value], 0)
     held_value = sa.func.coalesce(held.c[value], 0)

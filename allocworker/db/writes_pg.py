@@ -91,16 +91,19 @@ counted AS (
                   free = usages.free - excluded.used),
 projected AS (
     INSERT INTO project_usages (project_id, consumer_type,
-                                resource_class_id, used)
-    SELECT * FROM unnest(%(pu_project)s::text[], %(pu_type)s::text[],
-                         %(pu_class)s::int[], %(pu_delta)s::bigint[])
-    ON CONFLICT (project_id, consumer_type, resource_class_id)
+                                resource_class_id, used, shard)
+    SELECT *, %(shard)s::smallint
+    FROM unnest(%(pu_project)s::text[], %(pu_type)s::text[],
+                %(pu_class)s::int[], %(pu_delta)s::bigint[])
+    ON CONFLICT (project_id, consumer_type, resource_class_id, shard)
     DO UPDATE SET used = project_usages.used + excluded.used),
 peopled AS (
-    INSERT INTO project_consumers (project_id, consumer_type, consumers)
-    SELECT * FROM unnest(%(pc_project)s::text[], %(pc_type)s::text[],
-                         %(pc_delta)s::bigint[])
-    ON CONFLICT (project_id, consumer_type)
+    INSERT INTO project_consumers (project_id, consumer_type, consumers,
+                                   shard)
+    SELECT *, %(shard)s::smallint
+    FROM unnest(%(pc_project)s::text[], %(pc_type)s::text[],
+                %(pc_delta)s::bigint[])
+    ON CONFLICT (project_id, consumer_type, shard)
     DO UPDATE SET consumers = project_consumers.consumers
                               + excluded.consumers),
 released AS (
@@ -127,12 +130,14 @@ SELECT NULL, (SELECT count(*) FROM updated), (SELECT count(*) FROM bumped)
 _STATEMENT = prepared.Statement('allocworker_write_set', _WRITE_SET)
 
 
-def write_set(conn, writes, now):
-    """Run ``writes`` (an ``allocations.WriteSet``) in one statement.
+def write_set(conn, writes, now, shard):
+    """Run ``writes`` (an ``allocations.WriteSet``) in one statement,
+    the project counters on rows ``shard``.
 
     (created {uuid: (id, generation)}, consumers moved, providers moved).
     """
-    params = {'now': now, 'replaced': sorted(writes.replaced)}
+    params = {'now': now, 'replaced': sorted(writes.replaced),
+              'shard': shard}
     # Each kind of row is bound column by column, as the arrays the
     # statement unnests (None: a field the statement does not read).
     _bind(params, writes.updated,

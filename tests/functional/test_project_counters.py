@@ -37,12 +37,17 @@ def recount(conn):
 
 
 def counters(conn):
+    """The counters, each summed over its rows (shards), zeros left
+    out."""
     used = {tuple(row[:3]): int(row[3]) for row in conn.exec_driver_sql(
-        'SELECT project_id, consumer_type, resource_class_id, used '
-        'FROM project_usages WHERE used <> 0')}
+        'SELECT project_id, consumer_type, resource_class_id, SUM(used) '
+        'FROM project_usages '
+        'GROUP BY project_id, consumer_type, resource_class_id '
+        'HAVING SUM(used) <> 0')}
     consumers = {tuple(row[:2]): int(row[2]) for row in conn.exec_driver_sql(
-        'SELECT project_id, consumer_type, consumers '
-        'FROM project_consumers WHERE consumers <> 0')}
+        'SELECT project_id, consumer_type, SUM(consumers) '
+        'FROM project_consumers GROUP BY project_id, consumer_type '
+        'HAVING SUM(consumers) <> 0')}
     return used, consumers
 
 
@@ -158,9 +163,18 @@ def test_audit_catches_a_project_counter_that_drifted(rpc, database,
     engine = sa.create_engine(database)
     try:
         with engine.begin() as conn:
+            # One row of the VCPU count (the two writes may have moved
+            # two of its shards).
+            row = conn.exec_driver_sql(
+                "SELECT consumer_type, resource_class_id, shard "
+                "FROM project_usages WHERE project_id = '%s' AND "
+                "resource_class_id = (SELECT id FROM resource_classes "
+                "WHERE name = 'VCPU')" % project).first()
             conn.exec_driver_sql(
                 "UPDATE project_usages SET used = used + 5 "
-                "WHERE project_id = '%s'" % project)
+                "WHERE project_id = '%s' AND consumer_type = '%s' AND "
+                "resource_class_id = %d AND shard = %d"
+                % ((project,) + tuple(row)))
             conn.exec_driver_sql(
                 "DELETE FROM project_consumers WHERE project_id = '%s'"
                 % project)

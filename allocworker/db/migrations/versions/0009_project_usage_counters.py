@@ -21,9 +21,10 @@ def upgrade():
         sa.Column('project_id', sa.String(255), nullable=False),
         sa.Column('consumer_type', sa.String(255), nullable=False),
         sa.Column('resource_class_id', sa.Integer, nullable=False),
+        sa.Column('shard', sa.SmallInteger, nullable=False),
         sa.Column('used', sa.BigInteger, nullable=False),
         sa.PrimaryKeyConstraint('project_id', 'consumer_type',
-                                'resource_class_id',
+                                'resource_class_id', 'shard',
                                 name='pk_project_usages'),
         sa.ForeignKeyConstraint(
             ['resource_class_id'], ['resource_classes.id'],
@@ -33,8 +34,9 @@ def upgrade():
         'project_consumers',
         sa.Column('project_id', sa.String(255), nullable=False),
         sa.Column('consumer_type', sa.String(255), nullable=False),
+        sa.Column('shard', sa.SmallInteger, nullable=False),
         sa.Column('consumers', sa.BigInteger, nullable=False),
-        sa.PrimaryKeyConstraint('project_id', 'consumer_type',
+        sa.PrimaryKeyConstraint('project_id', 'consumer_type', 'shard',
                                 name='pk_project_consumers'),
         mysql_engine='InnoDB', mysql_charset='utf8mb4')
     # Workers of the previous release keep writing while (and after) this
@@ -42,13 +44,13 @@ def upgrade():
     # refresh-room" corrects them once the last such worker is gone.
     op.execute(
         'INSERT INTO project_usages (project_id, consumer_type, '
-        'resource_class_id, used) '
-        'SELECT c.project_id, c.consumer_type, a.resource_class_id, '
+        'resource_class_id, shard, used) '
+        'SELECT c.project_id, c.consumer_type, a.resource_class_id, 0, '
         'SUM(a.used) FROM consumers c JOIN allocations a '
         'ON a.consumer_id = c.id '
         'GROUP BY c.project_id, c.consumer_type, a.resource_class_id')
     op.execute(
         'INSERT INTO project_consumers (project_id, consumer_type, '
-        'consumers) '
-        'SELECT project_id, consumer_type, COUNT(*) FROM consumers '
+        'shard, consumers) '
+        'SELECT project_id, consumer_type, 0, COUNT(*) FROM consumers '
         'GROUP BY project_id, consumer_type')
