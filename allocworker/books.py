@@ -7,6 +7,7 @@ from oslo_utils import timeutils
 
 from allocworker.db import api as db
 from allocworker.db import books as db_books
+from allocworker.db import quota as db_quota
 from allocworker.db import rooms as db_rooms
 from allocworker.groups import membership as groups
 
@@ -26,6 +27,8 @@ def check(grace_seconds=0):
              db_books.usage_counters_off(conn)),
             ('room left differs from capacity and usage, or is missing',
              db_books.free_counters_off(conn)),
+            ('project usage counter differs from the allocations',
+             db_books.project_counters_off(conn)),
             ('allocation on a class the provider has no inventory of',
              db_books.allocations_without_inventory(conn)),
             ('consumer without allocations',
@@ -49,3 +52,12 @@ def refresh_room():
     and usage; the number of counters corrected."""
     with db.writer() as conn:
         return db_rooms.refresh(conn)
+
+
+def refresh_projects():
+    """The project usage counters corrected from the allocations (after
+    a rolling upgrade from a release whose workers keep none); the
+    number of counters corrected. Safe while this release's workers
+    write (``db.quota.refresh``)."""
+    with db.writer() as conn:
+        return db_quota.refresh(conn)

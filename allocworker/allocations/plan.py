@@ -6,7 +6,8 @@ locks are held, judges the capacity, unit and group rules on the state it
 would commit, and writes with set-based statements: consumers created,
 updated (compare-and-swap on the generation, which counts up by one) or
 deleted with their generation retired, allocation rows replaced, usage
-counters moved, held events released, and the generation of every
+counters moved (per provider, and per project whatever the limits
+driver), held events released, and the generation of every
 provider it places allocations on moved by one.
 """
 
@@ -320,23 +321,35 @@ class Plan(object):
             codes.ALLOCATION_UNIT_VIOLATION, '%s: %d %s' % (where, amount,
                                                             why)))
 
-    def _usage_deltas(self, live):
-        """{(provider_id, class_id): delta}: how the committed items move
-        the usage counters."""
-        by_name = collections.Counter()
+    def _usage_deltas(self, live, kinds):
+        """How the committed items move the counters: ({(provider_id,
+        class_id): delta}, {(project_id, type, class_id): delta},
+        {(project_id, type): consumers delta}). A consumer's old rows
+        leave its old project and type, its new rows join the item's."""
+        by_name, projects = collections.Counter(), collections.Counter()
+        consumers = collections.Counter()
         for r in live:
-            for sign, rows in ((-1, self._old_rows(r)),
-                               (1, self._new_rows(r))):
-                for key, amount in rows.items():
-                    by_name[key] += sign * amount
+            consumer = self.consumers.get(r.consumer_uuid)
+            moves = [(1, r.project_id, kinds[r.index], self._new_rows(r))]
+            if consumer:
+                moves.append((-1, consumer.project_id,
+                              consumer.consumer_type, self._old_rows(r)))
+            for sign, project, kind, rows in moves:
+                if sign > 0 and not r.allocations:
+                    continue  # emptied: the consumer goes
+                consumers[(project, kind)] += sign
+                for (pid, name), amount in rows.items():
+                    by_name[(pid, name)] += sign * amount
+                    projects[(project, kind, name)] += sign * amount
         # Old rows may name a class no locked provider keeps inventory of
         # any more (a reshape moved it); those ids are looked up.
         ids = dict(self.state.class_ids)
         missing = {name for _pid, name in by_name if name not in ids}
         if missing:
             ids.update(db_classes.ids_by_name(self.conn, missing))
-        return {(pid, ids[name]): delta
-                for (pid, name), delta in by_name.items()}
+        return ({(pid, ids[name]): d for (pid, name), d in by_name.items()},
+                {(p, k, ids[name]): d for (p, k, name), d in projects.items()},
+                consumers)
 
     def commit(self):
         live = self._live()
@@ -366,13 +379,16 @@ class Plan(object):
         # places allocations on it; releasing allocations frees capacity
         # and cannot spoil anyone's decision, so it leaves it alone.
         placed = {pid for r in live for pid, _name in self._new_rows(r)}
+        usage, project_usage, project_consumers = self._usage_deltas(
+            live, kinds)
         now_held = db_allocations.write_set(self.conn, db_allocations.WriteSet(
             replaced=[c.id for c in existing.values()], updated=updated,
             created=created, emptied=emptied,
             rows=[(r.consumer_uuid, pid, self.class_ids[name], amount)
                   for r in live
                   for (pid, name), amount in self._new_rows(r).items()],
-            usage=self._usage_deltas(live),
+            usage=usage, project_usage=project_usage,
+            project_consumers=project_consumers,
             bumps={pid: self.locked[pid].generation for pid in placed}))
         results = dict(self.replayed)
         metrics.replayed(len(self.replayed))

@@ -39,6 +39,8 @@ def db_version():
 
 def db_refresh_room():
     print('room left corrected on %d usage counter(s)' % books.refresh_room())
+    print('project usage corrected on %d counter(s)'
+          % books.refresh_projects())
 
 
 # -- providers -----------------------------------------------------------
@@ -230,8 +232,9 @@ def add_command_parsers(subparsers):
             [(['revision'], dict(nargs='?', default='head'))])
     cli.add(sub, 'version', db_version, 'print the schema revision')
     cli.add(sub, 'refresh-room', db_refresh_room,
-            'set the room left of every usage counter again (after a '
-            'rolling upgrade from a release before 0.3)')
+            'set the room left of every usage counter, and the project '
+            'usage counters, again (after a rolling upgrade from a '
+            'release before 0.3)')
 
     sub = cli.category(subparsers, 'provider', 'resource providers')
     cli.add(sub, 'create', provider_create, 'create a provider',

@@ -10,6 +10,7 @@ from allocworker.db import events
 from allocworker.db import generations
 from allocworker.db import prepared
 from allocworker.db import providers
+from allocworker.db import quota
 from allocworker.db import schema
 from allocworker.db import writes_pg
 
@@ -143,10 +144,15 @@ def delete_consumers(conn, consumers):
 # created: [(uuid, project_id, user_id, type)]; emptied: [Consumer];
 # rows: [(consumer_uuid, provider_id, class_id, used)];
 # usage: {(provider_id, class_id): delta}; bumps: {provider_id: generation
-# seen}, compare-and-swapped up by one.
+# seen}, compare-and-swapped up by one; project_usage: {(project_id,
+# type, class_id): delta}; project_consumers: {(project_id, type): delta}.
 WriteSet = collections.namedtuple(
     'WriteSet', ['replaced', 'updated', 'created', 'emptied', 'rows',
-                 'usage', 'bumps'])
+                 'usage', 'bumps', 'project_usage', 'project_consumers'])
+
+
+def _stored(kind):
+    return _UNTYPED if kind is None else kind
 
 
 def write_set(conn, writes):
@@ -157,26 +163,34 @@ def write_set(conn, writes):
     moved since it was locked and read. Consumer types are stored as
     given ('' for None is done here)."""
     now = timeutils.utcnow()
+    project_usage = collections.Counter()
+    for (project, kind, class_id), d in writes.project_usage.items():
+        project_usage[(project, _stored(kind), class_id)] += d
+    project_consumers = collections.Counter()
+    for (project, kind), d in writes.project_consumers.items():
+        project_consumers[(project, _stored(kind))] += d
     writes = writes._replace(
-        updated=[u[:5] + (_UNTYPED if u[5] is None else u[5],)
-                 for u in writes.updated],
-        created=[n[:3] + (_UNTYPED if n[3] is None else n[3],)
-                 for n in writes.created],
-        usage={key: d for key, d in writes.usage.items() if d})
+        updated=[u[:5] + (_stored(u[5]),) for u in writes.updated],
+        created=[n[:3] + (_stored(n[3]),) for n in writes.created],
+        usage={key: d for key, d in writes.usage.items() if d},
+        project_usage={key: d for key, d in project_usage.items() if d},
+        project_consumers={key: d for key, d in project_consumers.items()
+                           if d})
+    shard = quota.shard()
     if prepared.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
-            conn, writes, now)
+            conn, writes, now, shard)
         if consumers_moved != len(writes.updated):
             raise api.ConcurrentUpdate('consumer')
         if providers_moved != len(writes.bumps):
             raise api.ConcurrentUpdate('provider')
     else:
-        held = _write_each(conn, writes, now)
+        held = _write_each(conn, writes, now, shard)
     held.update((u[0], (u[1], u[2] + 1)) for u in writes.updated)
     return held
 
 
-def _write_each(conn, writes, now):
+def _write_each(conn, writes, now, shard):
     """``write_set`` one statement (or executemany) per kind of write."""
     delete_rows(conn, writes.replaced)
     if not update_consumers(conn, [u[1:] for u in writes.updated], now):
@@ -184,6 +198,7 @@ def _write_each(conn, writes, now):
     held = create_consumers(conn, writes.created, now)
     delete_consumers(conn, writes.emptied)
     providers.add_usage(conn, writes.usage)
+    quota.add(conn, writes.project_usage, writes.project_consumers, shard)
     ids = dict(held)
     ids.update((u[0], (u[1],)) for u in writes.updated)
     insert_rows(conn, [(ids[uuid][0], pid, class_id, used)

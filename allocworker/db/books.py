@@ -3,6 +3,7 @@ rows (dicts) that break one invariant; none means the invariant holds."""
 
 import sqlalchemy as sa
 
+from allocworker.db import quota
 from allocworker.db import schema
 
 _a = schema.allocations
@@ -69,6 +70,23 @@ def usage_counters_off(conn):
             .join(_p, _p.c.id == summed.c.provider_id)
             .join(_rc, _rc.c.id == summed.c.resource_class_id)
             .where(_u.c.provider_id.is_(None))))
+
+
+def project_counters_off(conn):
+    """Project counters that differ from what the project's consumers
+    hold: per type and class (``used``), or the number of consumers of
+    a type (``consumers``)."""
+    usage, consumers = quota.counters_off(conn)
+    names = dict(conn.execute(sa.select(_rc.c.id, _rc.c.name)).all()) \
+        if usage else {}
+    return ([{'project_id': p, 'consumer_type': t, 'counter': 'used',
+              'resource_class': names.get(c, c), 'counted': int(counted),
+              'held': int(held)}
+             for p, t, c, counted, held in usage] +
+            [{'project_id': p, 'consumer_type': t, 'counter': 'consumers',
+              'resource_class': None, 'counted': int(counted),
+              'held': int(held)}
+             for p, t, counted, held in consumers])
 
 
 def free_counters_off(conn):

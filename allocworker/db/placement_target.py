@@ -13,6 +13,7 @@ from allocworker import capacity
 from allocworker.db import allocations as db_allocations
 from allocworker.db import generations
 from allocworker.db import providers as db_providers
+from allocworker.db import quota as db_quota
 from allocworker.db import schema
 
 _p = schema.providers
@@ -73,7 +74,8 @@ def clear_books(conn):
                                             _c.c.generation)).all())
     providers = dict(conn.execute(sa.select(_p.c.uuid,
                                             _p.c.generation)).all())
-    for table in (_u, _a, _c, _inv, _pt, _pa):
+    for table in (_u, schema.project_usages, schema.project_consumers, _a,
+                  _c, _inv, _pt, _pa):
         conn.execute(sa.delete(table))
     conn.execute(sa.update(_p).values(parent_provider_id=None,
                                       root_provider_id=None))
@@ -330,6 +332,18 @@ def remove_consumers(conn, doomed):
 def add_usage(conn, deltas):
     """{(provider_id, class_id): delta} onto the usage counters."""
     db_providers.add_usage(conn, deltas)
+
+
+def count_projects(conn):
+    """Set the project usage counters from the books the pass wrote.
+
+    Counted at the end of the pass from what the transaction holds (a
+    pass copies consumers whose project, type and rows Placement changed
+    in any way; following each through its rows would repeat what the
+    counters' own refresh does in two statements), as corrections added
+    to the counters, so a writer that commits meanwhile keeps its own
+    move."""
+    db_quota.refresh(conn)
 
 
 def over_capacity(conn, provider_ids=None):

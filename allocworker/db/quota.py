@@ -2,9 +2,18 @@
 
 A write judged against its projects' limits locks one row per project
 (``project_locks``) before anything else, in project_id order, and only
-then counts what the projects use: every commit of a concurrent writer of
-the same project is then either counted or still waiting for the lock.
+then reads what the projects use: every commit of a concurrent writer of
+the same project is then either read or still waiting for the lock.
+
+What a project uses is kept in counters (``project_usages`` per consumer
+type and class, ``project_consumers`` per consumer type), moved by every
+write of allocations in its own transaction (``add``), whatever the
+limits driver: they must be right the moment an operator turns limits
+on. Reading them costs the same for a project of ten consumers or of ten
+thousand.
 """
+
+import random
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql as mysql_dml
@@ -20,6 +29,8 @@ _locks = schema.project_locks
 _c = schema.consumers
 _alloc = schema.allocations
 _rc = schema.resource_classes
+_pu = schema.project_usages
+_pc = schema.project_consumers
 
 _LOCK = api.for_update(
     sa.select(_locks.c.project_id)
@@ -55,41 +66,32 @@ def lock_projects(conn, project_ids):
     conn.execute(_LOCK, {'ids': missing}).all()
 
 
-# What projects use, in one statement built once: each class's sum over
-# the consumers of the counted types, and (class name NULL) the number
-# of consumers of the servers type.
+# What projects use, in one statement built once: each class's counter
+# summed over the counted consumer types, and (class name NULL) the
+# consumers of the servers type.
 _USAGE = sa.union_all(
-    sa.select(_c.c.project_id, _rc.c.name, sa.func.sum(_alloc.c.used))
-    .select_from(_c)
-    .join(_alloc, _alloc.c.consumer_id == _c.c.id)
-    .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
-    .where(_c.c.project_id.in_(sa.bindparam('projects', expanding=True)),
-           _c.c.consumer_type.in_(sa.bindparam('counted', expanding=True)))
-    .group_by(_c.c.project_id, _rc.c.name),
-    sa.select(_c.c.project_id, sa.cast(sa.null(), sa.String),
-              sa.func.count())
-    .where(_c.c.project_id.in_(sa.bindparam('projects', expanding=True)),
-           _c.c.consumer_type == sa.bindparam('servers_type'))
-    .group_by(_c.c.project_id))
+    sa.select(_pu.c.project_id, _rc.c.name, sa.func.sum(_pu.c.used))
+    .join(_rc, _pu.c.resource_class_id == _rc.c.id)
+    .where(_pu.c.project_id.in_(sa.bindparam('projects', expanding=True)),
+           _pu.c.consumer_type.in_(sa.bindparam('counted', expanding=True)))
+    .group_by(_pu.c.project_id, _rc.c.name),
+    sa.select(_pc.c.project_id, sa.cast(sa.null(), sa.String),
+              sa.func.sum(_pc.c.consumers))
+    .where(_pc.c.project_id.in_(sa.bindparam('projects', expanding=True)),
+           _pc.c.consumer_type == sa.bindparam('servers_type'))
+    .group_by(_pc.c.project_id))
 
-
-# PostgreSQL: the same, prepared once per connection, each consumer's
-# allocations read through their index in a subquery of their own: left
-# to choose, the planner scanned every allocation to hash-join a
-# project's few hundred consumers (18 ms at 60,000 allocations, O(the
-# whole table) per write).
+# PostgreSQL: the same, prepared once per connection (it runs in every
+# judged transaction; planning it would cost more than running it).
 _USAGE_PG = prepared.Statement('allocworker_project_usage', """
-SELECT c.project_id, rc.name, sum(a.used)
-FROM consumers AS c
-CROSS JOIN LATERAL (
-    SELECT resource_class_id, used FROM allocations
-    WHERE consumer_id = c.id OFFSET 0) AS a
-JOIN resource_classes AS rc ON rc.id = a.resource_class_id
-WHERE c.project_id = ANY(%(projects)s::text[])
-  AND c.consumer_type = ANY(%(counted)s::text[])
-GROUP BY c.project_id, rc.name
+SELECT u.project_id, rc.name, sum(u.used)
+FROM project_usages AS u
+JOIN resource_classes AS rc ON rc.id = u.resource_class_id
+WHERE u.project_id = ANY(%(projects)s::text[])
+  AND u.consumer_type = ANY(%(counted)s::text[])
+GROUP BY u.project_id, rc.name
 UNION ALL
-SELECT project_id, NULL, count(*) FROM consumers
+SELECT project_id, NULL, sum(consumers) FROM project_consumers
 WHERE project_id = ANY(%(projects)s::text[])
   AND consumer_type = %(servers_type)s::text
 GROUP BY project_id
@@ -113,6 +115,133 @@ def usage(conn, project_ids, counted_types, servers_type):
     else:
         rows = conn.execute(_USAGE, params)
     for project_id, name, used in rows:
-        resource = rule.SERVERS if name is None else rule.CLASS_PREFIX + name
-        found[project_id][resource] = int(used)
+        if used:
+            resource = (rule.SERVERS if name is None
+                        else rule.CLASS_PREFIX + name)
+            found[project_id][resource] = int(used)
     return found
+
+
+# Rows each count is split over (``schema.project_usages``): two
+# concurrent writers of a project meet on a counter row one time in
+# SHARDS; a read sums SHARDS times the rows.
+SHARDS = 4
+
+
+def shard():
+    """The counter rows one transaction moves (all of them on one)."""
+    return random.randrange(SHARDS)
+
+
+def add(conn, used, consumers, shard=0):
+    """Move the counters by ``used`` {(project_id, consumer_type,
+    class_id): delta} and ``consumers`` {(project_id, consumer_type):
+    delta} (types as stored: '' for none) on rows ``shard``, one upsert
+    each (a missing row is created, an existing one moved), rows in key
+    order so that concurrent writers lock shared counter rows in one
+    order."""
+    dialect = conn.dialect.name
+    rows = [{'project_id': p, 'consumer_type': t, 'resource_class_id': c,
+             'shard': shard, 'used': d}
+            for (p, t, c), d in sorted(used.items()) if d]
+    if rows:
+        conn.execute(_upsert(dialect, _pu, 'used'), rows)
+    rows = [{'project_id': p, 'consumer_type': t, 'shard': shard,
+             'consumers': d}
+            for (p, t), d in sorted(consumers.items()) if d]
+    if rows:
+        conn.execute(_upsert(dialect, _pc, 'consumers'), rows)
+
+
+_UPSERTS = {}
+
+
+def _upsert(dialect, table, column):
+    """One statement for every row (executemany, compiled once), in the
+    style of the provider usage counters' (``providers.add_usage``)."""
+    statement = _UPSERTS.get((dialect, table.name))
+    if statement is not None:
+        return statement
+    if dialect == 'mysql':
+        insert = mysql_dml.insert(table)
+        statement = insert.on_duplicate_key_update(
+            {column: table.c[column] + insert.inserted[column]})
+    else:
+        insert = (postgresql_dml.insert if dialect == 'postgresql'
+                  else sqlite_dml.insert)(table)
+        statement = insert.on_conflict_do_update(
+            index_elements=list(table.primary_key.columns),
+            set_={column: table.c[column] + insert.excluded[column]})
+    _UPSERTS[(dialect, table.name)] = statement
+    return statement
+
+
+def _counted_off(table, keys, value, held):
+    """Counts (summed over their rows) that differ from ``held`` (a
+    subquery of the same keys and ``value``), and held values with no
+    counter row."""
+    counters = (sa.select(*[table.c[k] for k in keys],
+                          sa.cast(sa.func.sum(table.c[value]),
+                                  sa.BigInteger).label(value))
+                .group_by(*[table.c[k] for k in keys])
+                .subquery('counters'))
+    on = sa.and_(*[held.c[k] == counters.c[k] for k in keys])
+    counted = sa.func.coalesce(counters.c[value], 0)
+    held_value = sa.func.coalesce(held.c[value], 0)
+    return sa.union_all(
+        sa.select(*[counters.c[k] for k in keys],
+                  counted.label('counted'), held_value.label('held'))
+        .select_from(counters).outerjoin(held, on)
+        .where(counted != held_value),
+        sa.select(*[held.c[k] for k in keys], sa.literal(0),
+                  held.c[value])
+        .select_from(held).outerjoin(counters, on)
+        .where(counters.c[keys[0]].is_(None), held.c[value] != 0))
+
+
+def _usage_off():
+    held = (sa.select(_c.c.project_id, _c.c.consumer_type,
+                      _alloc.c.resource_class_id,
+                      # SUM is a decimal on some backends.
+                      sa.cast(sa.func.sum(_alloc.c.used),
+                              sa.BigInteger).label('used'))
+            .join(_alloc, _alloc.c.consumer_id == _c.c.id)
+            .group_by(_c.c.project_id, _c.c.consumer_type,
+                      _alloc.c.resource_class_id)
+            .subquery('held'))
+    return _counted_off(_pu, ('project_id', 'consumer_type',
+                              'resource_class_id'), 'used', held)
+
+
+def _consumers_off():
+    held = (sa.select(_c.c.project_id, _c.c.consumer_type,
+                      sa.func.count().label('consumers'))
+            .group_by(_c.c.project_id, _c.c.consumer_type)
+            .subquery('held'))
+    return _counted_off(_pc, ('project_id', 'consumer_type'), 'consumers',
+                        held)
+
+
+def counters_off(conn):
+    """(usage rows, consumer rows) whose counter differs from what the
+    consumers and their allocations hold: each read in one statement
+    (one snapshot), as tuples of the key, the counted value and the
+    held one."""
+    return ([tuple(row) for row in conn.execute(_usage_off())],
+            [tuple(row) for row in conn.execute(_consumers_off())])
+
+
+def refresh(conn):
+    """Correct every counter that differs from the books; the number of
+    counters corrected.
+
+    Each difference is read in one statement (one snapshot, in which
+    every committed write moved its counters and its allocations alike)
+    and added to the counter as a delta, the way writers move it, so a
+    writer that commits meanwhile keeps its own move: safe while this
+    release's workers write, not while a worker of a release that keeps
+    no project counters still does (a rolling upgrade: run it after)."""
+    usage, consumers = counters_off(conn)
+    add(conn, {row[:3]: row[4] - row[3] for row in usage},
+        {row[:2]: row[3] - row[2] for row in consumers})
+    return len(usage) + len(consumers)

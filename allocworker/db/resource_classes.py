@@ -58,8 +58,10 @@ def in_use(conn, class_id):
 
 
 def delete(conn, class_id):
-    conn.execute(sa.delete(schema.usages)
-                 .where(schema.usages.c.resource_class_id == class_id))
+    # Counter rows of a class nothing is allocated from any more (zero).
+    for counters in (schema.usages, schema.project_usages):
+        conn.execute(sa.delete(counters)
+                     .where(counters.c.resource_class_id == class_id))
     conn.execute(sa.delete(_rc).where(_rc.c.id == class_id))
 
 

@@ -217,3 +217,31 @@ project_locks = sa.Table(
     'project_locks', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),
     **_mysql)
+
+# What each project's consumers hold, per consumer type and class, and how
+# many consumers it has per type: counters moved by every write in the
+# transaction that writes the allocations (as ``usages`` is per provider),
+# so the limits judge a project in one read whatever its size. Kept per
+# consumer type so that ``[quota] counted_consumer_types`` can change
+# without a rebuild; an untyped consumer is counted under '' (as stored).
+# Each count is split over a few rows (``shard``, one chosen at random per
+# transaction; a count is the sum of its rows): a counter row stays locked
+# from a writer's upsert to its COMMIT, and without the split every two
+# concurrent writers of one project, limits on or off, would queue there.
+project_usages = sa.Table(
+    'project_usages', metadata,
+    sa.Column('project_id', sa.String(255), primary_key=True),
+    sa.Column('consumer_type', sa.String(255), primary_key=True),
+    sa.Column('resource_class_id', sa.Integer,
+              sa.ForeignKey('resource_classes.id'), primary_key=True),
+    sa.Column('shard', sa.SmallInteger, primary_key=True),
+    sa.Column('used', sa.BigInteger, nullable=False),
+    **_mysql)
+
+project_consumers = sa.Table(
+    'project_consumers', metadata,
+    sa.Column('project_id', sa.String(255), primary_key=True),
+    sa.Column('consumer_type', sa.String(255), primary_key=True),
+    sa.Column('shard', sa.SmallInteger, primary_key=True),
+    sa.Column('consumers', sa.BigInteger, nullable=False),
+    **_mysql)

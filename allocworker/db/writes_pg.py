@@ -89,6 +89,23 @@ counted AS (
     ON CONFLICT (provider_id, resource_class_id)
     DO UPDATE SET used = usages.used + excluded.used,
                   free = usages.free - excluded.used),
+projected AS (
+    INSERT INTO project_usages (project_id, consumer_type,
+                                resource_class_id, used, shard)
+    SELECT *, %(shard)s::smallint
+    FROM unnest(%(pu_project)s::text[], %(pu_type)s::text[],
+                %(pu_class)s::int[], %(pu_delta)s::bigint[])
+    ON CONFLICT (project_id, consumer_type, resource_class_id, shard)
+    DO UPDATE SET used = project_usages.used + excluded.used),
+peopled AS (
+    INSERT INTO project_consumers (project_id, consumer_type, consumers,
+                                   shard)
+    SELECT *, %(shard)s::smallint
+    FROM unnest(%(pc_project)s::text[], %(pc_type)s::text[],
+                %(pc_delta)s::bigint[])
+    ON CONFLICT (project_id, consumer_type, shard)
+    DO UPDATE SET consumers = project_consumers.consumers
+                              + excluded.consumers),
 released AS (
     UPDATE events SET held_until = NULL
     WHERE consumer_uuid = ANY(%(n_uuid)s::text[])
@@ -113,12 +130,14 @@ SELECT NULL, (SELECT count(*) FROM updated), (SELECT count(*) FROM bumped)
 _STATEMENT = prepared.Statement('allocworker_write_set', _WRITE_SET)
 
 
-def write_set(conn, writes, now):
-    """Run ``writes`` (an ``allocations.WriteSet``) in one statement.
+def write_set(conn, writes, now, shard):
+    """Run ``writes`` (an ``allocations.WriteSet``) in one statement,
+    the project counters on rows ``shard``.
 
     (created {uuid: (id, generation)}, consumers moved, providers moved).
     """
-    params = {'now': now, 'replaced': sorted(writes.replaced)}
+    params = {'now': now, 'replaced': sorted(writes.replaced),
+              'shard': shard}
     # Each kind of row is bound column by column, as the arrays the
     # statement unnests (None: a field the statement does not read).
     _bind(params, writes.updated,
@@ -131,6 +150,14 @@ def write_set(conn, writes, now):
                    in sorted(writes.usage.items())],
           ('c_provider', 'c_class', 'c_delta'))
     _bind(params, sorted(writes.bumps.items()), ('b_id', 'b_generation'))
+    # Project counters in key order: writers that share a counter row
+    # lock it in one order (project, type, class).
+    _bind(params, [key + (d,) for key, d
+                   in sorted(writes.project_usage.items())],
+          ('pu_project', 'pu_type', 'pu_class', 'pu_delta'))
+    _bind(params, [key + (d,) for key, d
+                   in sorted(writes.project_consumers.items())],
+          ('pc_project', 'pc_type', 'pc_delta'))
     found = {}
     moved = (0, 0)
     for uuid, row_id, generation in _STATEMENT.execute(conn, params):

@@ -43,6 +43,7 @@ def run(url, dry_run=False, force=False, catch_up=False,
                     else:
                         _check_empty(conn, held, force)
                         importer.first_pass(src, conn, report, progress)
+                    target.count_projects(conn)
                     if dry_run:
                         raise _RolledBack()
             except _RolledBack:

@@ -2,12 +2,13 @@
 
 ``start`` runs first in the transaction: it locks the row of every project
 that the transaction's judged requests write for (``db.quota``, project_id
-order, before consumers, groups and providers), then counts what those
-projects use, so a concurrent writer of the same project has either
-committed (and is counted) or waits. Each item is then judged after its
-capacity and group rules against the usage the items before it in the
-transaction left (``judge``), or, in an atomic batch, on the combined
-result (``judge_combined``).
+order, before consumers, groups and providers), then reads those
+projects' usage counters (kept by every write, ``db.quota``; one
+statement whatever the projects' size), so a concurrent writer of the
+same project has either committed (and is counted) or waits. Each
+item is then judged after its capacity and group rules against the
+usage the items before it in the transaction left (``judge``), or, in
+an atomic batch, on the combined result (``judge_combined``).
 
 Requests of a context marked with ``exempt`` (the REST shim's Placement
 API unless ``[quota] enforce_placement_api``) are neither locked for nor
