@@ -34,11 +34,17 @@ def current():
             conn).get_current_revision()
 
 
+def upgrade(conn, revision):
+    """Bring the schema of ``conn``'s database to ``revision``, nothing
+    else (``sync`` adds the standard names)."""
+    alembic_command.upgrade(_alembic_config(conn), revision)
+
+
 def sync(revision='head'):
     """Bring the schema to ``revision``, then make sure the standard
     resource classes and traits (os-resource-classes, os-traits) exist."""
     with api.get_engine().begin() as conn:
-        alembic_command.upgrade(_alembic_config(conn), revision)
+        upgrade(conn, revision)
     with api.writer() as conn:
         resource_classes.ensure(conn, os_resource_classes.STANDARDS)
         traits.ensure(conn, os_traits.get_traits())

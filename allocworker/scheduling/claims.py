@@ -380,12 +380,10 @@ def _try(conn, context, request, candidate, ids, existing, wait,
     providers = {ids[u] for u in candidate['allocations'] if u in ids}
     held = {}
     if not wait:
-        weighed = candidate.get('tree_used') if fresh_only else None
-        root = ids.get(candidate['root_uuid'])
-        taken = db_providers.lock_unless_taken(
-            conn, providers, None if weighed is None else root)
-        if taken is None or (weighed is not None and root is not None and
-                             taken[1] > weighed):
+        tree = ids.get(candidate['root_uuid']) if fresh_only else None
+        taken = db_providers.lock_unless_taken(conn, providers, tree)
+        if taken is None or (taken[1] is not None and
+                             taken[1] > candidate['tree_used']):
             savepoint.rollback()
             return None
         held = taken[0]

@@ -82,7 +82,7 @@ class Search(object):
             options = [self._options(plan, rows[anchor], traits)
                        for plan, rows in zip(self.plans, found)]
             for combo in self._combinations(options, inventories):
-                candidate = self._judge(anchor, combo, nodes, inventories)
+                candidate = self._judge(anchor, combo, nodes)
                 if candidate is None:
                     continue
                 key = _key(candidate)
@@ -158,8 +158,8 @@ class Search(object):
         ``inventories`` ({provider: {class: (Inventory, used)}} of the
         classes several groups ask), nor those that already ask more of
         such a provider than it has (the unnumbered group on a device
-        a numbered one takes): what ``_judge`` would refuse, dropped
-        before the groups after it multiply it."""
+        a numbered one takes), dropped before the groups after it
+        multiply it."""
         chosen, at, taken = [None] * len(options), [0] * len(options), set()
         asked = collections.Counter()
         watched = self.shared_classes if inventories else ()
@@ -199,9 +199,10 @@ class Search(object):
 
         return walk(0)
 
-    def _judge(self, anchor, combo, nodes, inventories):
+    def _judge(self, anchor, combo, nodes):
         """The candidate ``combo`` (an Option per group) makes, or None
-        when a request-wide rule rules it out."""
+        when a request-wide rule rules it out (what several groups ask of
+        one provider was judged as the walk built ``combo``)."""
         for indices in self.request.same_subtree:
             chosen = {p for i in indices for p in combo[i].providers}
             if not _one_above_all(chosen, nodes):
@@ -214,12 +215,6 @@ class Search(object):
             used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
             if len(used_roots) != len(set(used_roots)):
                 return None
-        for (provider, name), total in totals.items():
-            if name in self.shared_classes:
-                inventory, used = inventories[provider][name]
-                if total > inventory.max_unit or \
-                        not capacity.fits(inventory, used + total):
-                    return None
         allocations = collections.defaultdict(dict)
         for (provider, name), total in totals.items():
             allocations[nodes[provider].uuid][name] = total

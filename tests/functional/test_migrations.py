@@ -6,7 +6,6 @@ import os
 import subprocess
 
 from alembic import autogenerate
-from alembic import command as alembic_command
 from alembic import migration as alembic_migration
 import sqlalchemy as sa
 
@@ -78,13 +77,11 @@ def test_upgrade_from_the_single_counter_keeps_generations_rising(
         engine = sa.create_engine(url)
         try:
             with engine.begin() as conn:
-                alembic_command.upgrade(migration._alembic_config(conn),
-                                        '0004')
+                migration.upgrade(conn, '0004')
                 for _ in range(3):
                     conn.execute(sa.insert(sa.table('generations')))
             with engine.begin() as conn:
-                alembic_command.upgrade(migration._alembic_config(conn),
-                                        'head')
+                migration.upgrade(conn, 'head')
             with engine.connect() as conn:
                 floors = conn.execute(sa.text(
                     "SELECT kind, generation FROM retired_generations "

@@ -10,7 +10,6 @@ import random
 import threading
 import uuid
 
-from alembic import command as alembic_command
 import sqlalchemy as sa
 
 from allocworker.db import migration
@@ -202,12 +201,10 @@ def test_the_migration_fills_the_counters_from_the_books(backend, scratch):
         engine = sa.create_engine(url)
         try:
             with engine.begin() as conn:
-                alembic_command.upgrade(migration._alembic_config(conn),
-                                        '0008')
+                migration.upgrade(conn, '0008')
                 _books_at_0008(conn)
             with engine.begin() as conn:
-                alembic_command.upgrade(migration._alembic_config(conn),
-                                        'head')
+                migration.upgrade(conn, 'head')
             with engine.connect() as conn:
                 books, found = recount(conn), counters(conn)
                 classes = dict(conn.exec_driver_sql(
