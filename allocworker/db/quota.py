@@ -38,6 +38,16 @@ _LOCK = api.for_update(
     .order_by(_locks.c.project_id))
 
 
+# PostgreSQL: the same lock, prepared (same order: both sort by the
+# column's collation).
+_LOCK_PG = prepared.Statement('allocworker_project_locks', """
+SELECT project_id FROM project_locks
+WHERE project_id = ANY(%(ids)s::text[])
+ORDER BY project_id
+FOR UPDATE
+""")
+
+
 def lock_projects(conn, project_ids):
     """Lock the projects' rows in project_id order, creating missing ones.
 
@@ -49,7 +59,10 @@ def lock_projects(conn, project_ids):
     if not project_ids:
         return
     wanted = sorted(set(project_ids))
-    found = {row[0] for row in conn.execute(_LOCK, {'ids': wanted})}
+    if prepared.applies(conn.dialect):
+        found = {row[0] for row in _LOCK_PG.execute(conn, {'ids': wanted})}
+    else:
+        found = {row[0] for row in conn.execute(_LOCK, {'ids': wanted})}
     missing = [p for p in wanted if p not in found]
     if not missing:
         return
@@ -82,19 +95,26 @@ _USAGE = sa.union_all(
     .group_by(_pc.c.project_id))
 
 # PostgreSQL: the same, prepared once per connection (it runs in every
-# judged transaction; planning it would cost more than running it).
+# judged transaction; planning it would cost more than running it). Each
+# counter's shards are summed before the class names are joined, and
+# grouped under the "C" collation: a project's rows sorted by the
+# database's collation cost more than the rest of the statement (a
+# batch of 100 items for 63 projects, 800 counter rows: 3.7 -> 3.2 ms of
+# wall per read).
 _USAGE_PG = prepared.Statement('allocworker_project_usage', """
-SELECT u.project_id, rc.name, sum(u.used)
-FROM project_usages AS u
+SELECT u.project_id, rc.name, u.used
+FROM (SELECT project_id COLLATE "C" AS project_id, resource_class_id,
+             sum(used) AS used
+      FROM project_usages
+      WHERE project_id = ANY(%(projects)s::text[])
+        AND consumer_type = ANY(%(counted)s::text[])
+      GROUP BY 1, 2) AS u
 JOIN resource_classes AS rc ON rc.id = u.resource_class_id
-WHERE u.project_id = ANY(%(projects)s::text[])
-  AND u.consumer_type = ANY(%(counted)s::text[])
-GROUP BY u.project_id, rc.name
 UNION ALL
-SELECT project_id, NULL, sum(consumers) FROM project_consumers
+SELECT project_id COLLATE "C", NULL, sum(consumers) FROM project_consumers
 WHERE project_id = ANY(%(projects)s::text[])
   AND consumer_type = %(servers_type)s::text
-GROUP BY project_id
+GROUP BY 1
 """)
 
 

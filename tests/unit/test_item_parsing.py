@@ -63,7 +63,7 @@ def outcome(parse, raw, index=4):
         return (fault.code, fault.detail)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(near | items | partial | odd)
 def test_every_item_parses_or_faults_naming_its_place(raw):
     parsed = outcome(writes.parse_item, raw)
