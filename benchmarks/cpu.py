@@ -120,10 +120,8 @@ def _all_stats():
     return stats
 
 
-def rss_bytes(pids):
-    """Resident memory of ``pids`` and all their descendants: (the
-    largest single process, the sum)."""
-    stats = _all_stats()
+def _with_descendants(stats, pids):
+    """``pids`` and every process descended from them, per ``stats``."""
     wanted = set(pids)
     changed = True
     while changed:
@@ -132,5 +130,21 @@ def rss_bytes(pids):
             if ppid in wanted and pid not in wanted:
                 wanted.add(pid)
                 changed = True
-    sizes = [stats[pid][2] for pid in wanted if pid in stats]
+    return wanted
+
+
+def rss_bytes(pids):
+    """Resident memory of ``pids`` and all their descendants: (the
+    largest single process, the sum)."""
+    stats = _all_stats()
+    sizes = [stats[pid][2] for pid in _with_descendants(stats, pids)
+             if pid in stats]
     return max(sizes, default=0), sum(sizes)
+
+
+def tree_seconds(root):
+    """CPU seconds of process ``root``'s descendants, and of ``root``."""
+    stats = _all_stats()
+    children = sum(stats[pid][1] for pid in _with_descendants(stats, [root])
+                   if pid in stats and pid != root)
+    return children, stats[root][1] if root in stats else 0.0

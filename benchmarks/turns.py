@@ -24,21 +24,6 @@ TURNS = ('off', 'on', 'on', 'off', 'off', 'on')
 WARM_SECONDS = 2
 
 
-def tree_seconds(root):
-    """CPU seconds of process ``root``'s descendants, and of ``root``."""
-    stats = cpu._all_stats()
-    wanted, changed = {root}, True
-    while changed:
-        changed = False
-        for pid, (ppid, _, _) in stats.items():
-            if ppid in wanted and pid not in wanted:
-                wanted.add(pid)
-                changed = True
-    children = sum(stats[pid][1] for pid in wanted
-                   if pid in stats and pid != root)
-    return children, stats[root][1] if root in stats else 0.0
-
-
 class Turns(object):
     """Worker sets ``off`` and ``on`` of a Bench: the run's configuration
     plus ``extras[name]`` (configuration text) each."""
@@ -66,13 +51,13 @@ class Turns(object):
             load(lambda: call(client), concurrency,
                  min(WARM_SECONDS, bench.args.seconds / 4))
             stop = during(name) if during else None
-            before = bench.meter.snapshot(), tree_seconds(worker.process.pid)
+            pid = worker.process.pid
+            before = bench.meter.snapshot(), cpu.tree_seconds(pid)
             try:
                 latencies, errors, elapsed = load(
                     lambda: call(client), concurrency, bench.args.seconds / 2)
             finally:
-                after = (bench.meter.snapshot(),
-                         tree_seconds(worker.process.pid))
+                after = bench.meter.snapshot(), cpu.tree_seconds(pid)
                 if stop:
                     stop()
         finally:
