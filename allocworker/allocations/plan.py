@@ -2,13 +2,14 @@
 
 The plan locks the consumer rows, then the groups, then the provider rows
 (each in a global order), reads inventories and usages only after the
-locks are held, judges the capacity, unit and group rules on the state it
-would commit, and writes with set-based statements: consumers created,
-updated (compare-and-swap on the generation, which counts up by one) or
-deleted with their generation retired, allocation rows replaced, usage
-counters moved (per provider, and per project whatever the limits
-driver), held events released, and the generation of every
-provider it places allocations on moved by one.
+locks are held, and judges the capacity, unit and group rules on the
+state it would commit, then project limits (their locks last, taken by
+the first item that reaches them). It writes with set-based statements:
+consumers created, updated (compare-and-swap on the generation, which
+counts up by one) or deleted with their generation retired, allocation
+rows replaced, usage counters moved (per provider, and per project
+whatever the limits driver), held events released, and the generation
+of every provider it places allocations on moved by one.
 """
 
 import collections
@@ -83,8 +84,8 @@ class Plan(object):
 
     def check(self):
         self._resolve_names()
-        # Project locks come first in the global lock order (then
-        # consumers, groups, providers); None when limits are off.
+        # The limits are read before any lock (None when off); the
+        # project locks come last, at the first item judged by them.
         self.limits = limits.start(self.conn, self._live(), self._origin)
         self._lock_consumers()
         # Keys are looked up after the consumers are locked: a concurrent
@@ -270,10 +271,8 @@ class Plan(object):
 
     def _limit_item(self, request):
         """What the limits judge an item by."""
-        return (request, self._at(request),
-                self.consumers.get(request.consumer_uuid),
-                self._old_rows(request), self._new_rows(request),
-                self._origin(request).new_type)
+        return (request, self.consumers.get(request.consumer_uuid),
+                self._old_rows(request), self._new_rows(request))
 
     def _over_limit(self, request):
         """Fail the request if it grows its project past a limit."""

@@ -1,9 +1,10 @@
 """Queries behind project limits: the project locks and what projects use.
 
 A write judged against its projects' limits locks one row per project
-(``project_locks``) before anything else, in project_id order, and only
-then reads what the projects use: every commit of a concurrent writer of
-the same project is then either read or still waiting for the lock.
+(``project_locks``) after its consumers, groups and providers, in
+project_id order, and only then reads what the projects use: every
+commit of a concurrent writer of the same project is then either read or
+still waiting for the lock.
 
 What a project uses is kept in counters (``project_usages`` per consumer
 type and class, ``project_consumers`` per consumer type), moved by every

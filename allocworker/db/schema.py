@@ -211,8 +211,8 @@ provider_aggregates = sa.Table(
     **_mysql)
 
 # One row per project whose writes are judged against its limits: a write
-# locks its projects' rows first (project_id order), so concurrent writers
-# of one project serialize on that project alone (see db/quota.py).
+# locks its projects' rows last (project_id order), so concurrent writers
+# of one project serialize on that project (see db/quota.py).
 project_locks = sa.Table(
     'project_locks', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),

@@ -1,14 +1,20 @@
 """Project limits judged inside an allocation transaction.
 
-``start`` runs first in the transaction: it locks the row of every project
-that the transaction's judged requests write for (``db.quota``, project_id
-order, before consumers, groups and providers), then reads those
-projects' usage counters (kept by every write, ``db.quota``; one
-statement whatever the projects' size), so a concurrent writer of the
-same project has either committed (and is counted) or waits. Each
-item is then judged after its capacity and group rules against the
-usage the items before it in the transaction left (``judge``), or, in
-an atomic batch, on the combined result (``judge_combined``).
+``start`` runs first in the transaction and locks nothing: it picks the
+judged requests and reads the limits (a process's first read waits for
+Keystone, before any lock is held). The projects are locked and their
+usage read only when the first item reaches its limits, after its
+capacity and group rules: by then the transaction holds its consumers,
+groups and providers, so the project locks come last in the global lock
+order and are held only for the judging, the write and the commit (a
+writer of a busy project no longer queues for its whole transaction;
+``db.quota``, project_id order; one statement reads the usage counters,
+kept by every write, whatever the projects' size). A concurrent writer
+of the same project has then either committed (and is counted) or
+waits. Each item is judged against the usage the items before it in the
+transaction left (``judge``), or, in an atomic batch, on the combined
+result (``judge_combined``). A claim's try whose candidate fails on
+capacity never locks a project.
 
 Requests of a context marked with ``exempt`` (the REST shim's Placement
 API unless ``[quota] enforce_placement_api``) are neither locked for nor
@@ -46,22 +52,10 @@ def judged(context):
     return not getattr(context, _EXEMPT, False)
 
 
-def lock(conn, requests_and_contexts):
-    """Take the project locks for ``[(request, context)]`` (a claim takes
-    them before its consumers, as an allocate does); None when limits
-    are off, else the projects locked."""
-    if limit_source.source() is None:
-        return None
-    projects = {r.project_id for r, context in requests_and_contexts
-                if judged(context)}
-    db_quota.lock_projects(conn, projects)
-    return projects
-
-
 def start(conn, requests, origin_of):
     """The Judgement of ``requests`` (each under the context of
-    ``origin_of(request)``), or None when limits are off or none of the
-    requests is judged."""
+    ``origin_of(request)``, an Origin), or None when limits are off or
+    none of the requests is judged."""
     source = limit_source.source()
     if source is None:
         return None
@@ -70,82 +64,105 @@ def start(conn, requests, origin_of):
     if not chosen:
         return None
     projects = {r.project_id for r in requests if r.index in chosen}
-    # The limits first: a process's first read waits for Keystone, and
-    # must not hold the projects' locks meanwhile.
     try:
         known = source.current()
         failure = None
     except limit_source.Unavailable as exc:
         known, failure = None, str(exc)
-    db_quota.lock_projects(conn, projects)
-    counted = frozenset(CONF.quota.counted_consumer_types)
-    usage = db_quota.usage(conn, projects, counted, rule.SERVERS_TYPE)
-    return Judgement(chosen, {p: known.of(p) if known else None
-                              for p in projects}, usage, counted, failure)
+    return Judgement(conn, origin_of, chosen,
+                     {p: known.of(p) if known else None for p in projects},
+                     frozenset(CONF.quota.counted_consumer_types), failure)
+
+
+def _add(usage, delta):
+    for resource, amount in delta.items():
+        usage[resource] = usage.get(resource, 0) + amount
 
 
 class Judgement(object):
-    """The limits and running usage of the projects of one transaction."""
+    """The limits and running usage of the projects of one transaction.
 
-    def __init__(self, chosen, limits, usage, counted, failure=None):
+    Runs once per judged item: plain dicts, and an item's name in the
+    call (``items[N]``) is made only for a refusal."""
+
+    def __init__(self, conn, origin_of, chosen, limits, counted,
+                 failure=None):
+        self.conn = conn
+        self.origin_of = origin_of
         self.chosen = chosen
         self.limits = limits
-        self.usage = {p: collections.Counter(u) for p, u in usage.items()}
         self.counted = counted
         self.failure = failure
+        self._usage = None
 
-    def _deltas(self, request, consumer, old_rows, new_rows, new_type):
-        """{project_id: Counter} the request moves usage by."""
+    @property
+    def usage(self):
+        """{project: {resource: used}}, read under the projects' locks,
+        taken at the first judgement."""
+        if self._usage is None:
+            db_quota.lock_projects(self.conn, self.limits)
+            self._usage = db_quota.usage(self.conn, self.limits,
+                                         self.counted, rule.SERVERS_TYPE)
+        return self._usage
+
+    def _deltas(self, request, consumer, old_rows, new_rows):
+        """{project_id: {resource: amount}} the request moves usage by."""
         kind = request.consumer_type or (
-            consumer.consumer_type if consumer else new_type)
-        deltas = collections.defaultdict(collections.Counter)
-        deltas[request.project_id].update(
-            rule.counted(kind, new_rows, self.counted))
-        if consumer is not None:
-            deltas[consumer.project_id].subtract(rule.counted(
-                consumer.consumer_type, old_rows, self.counted))
+            consumer.consumer_type if consumer else
+            self.origin_of(request).new_type)
+        grows = rule.counted(kind, new_rows, self.counted)
+        if consumer is None:
+            return {request.project_id: grows}
+        deltas = {request.project_id: grows}
+        released = rule.counted(consumer.consumer_type, old_rows,
+                                self.counted)
+        _add(deltas.setdefault(consumer.project_id, {}),
+             {resource: -amount for resource, amount in released.items()})
         return deltas
 
-    def judge(self, request, at, consumer, old_rows, new_rows, new_type):
+    def _at(self, request):
+        return 'items[%d]' % self.origin_of(request).index
+
+    def judge(self, request, consumer, old_rows, new_rows):
         """The item's Fault, or None (its usage is then counted for the
         items after it)."""
         if request.index not in self.chosen:
             return None
-        deltas = self._deltas(request, consumer, old_rows, new_rows,
-                              new_type)
+        deltas = self._deltas(request, consumer, old_rows, new_rows)
+        usage = self.usage
         project = request.project_id
-        fault = self._fault(at, project, self.usage.get(project, {}),
+        fault = self._fault(request, project, usage.get(project, {}),
                             deltas[project])
         if fault is None:
             for project_id, delta in deltas.items():
-                if project_id in self.usage:
-                    self.usage[project_id].update(delta)
+                if project_id in usage:
+                    _add(usage[project_id], delta)
         return fault
 
-    def _fault(self, at, project, usage, delta):
+    def _fault(self, request, project, usage, delta):
         limits = self.limits.get(project)
         if limits is None:
             if any(amount > 0 for amount in delta.values()):
-                return unavailable(at, project, self.failure)
+                return unavailable(self._at(request), project, self.failure)
             return None
         refused = rule.refusal(limits, usage, delta)
-        return refused and exceeded(at, project, refused)
+        return refused and exceeded(self._at(request), project, refused)
 
     def judge_combined(self, items):
-        """{index: Fault} of an atomic batch: ``items`` are (request, at,
-        consumer, old_rows, new_rows, new_type); a limit the combined
-        result grows past refuses every item that grows it."""
+        """{index: Fault} of an atomic batch: ``items`` are (request,
+        consumer, old_rows, new_rows); a limit the combined result grows
+        past refuses every item that grows it."""
         deltas = {}
-        total = collections.defaultdict(collections.Counter)
-        for item in items:
-            request = item[0]
+        total = collections.defaultdict(dict)
+        for request, consumer, old_rows, new_rows in items:
             if request.index not in self.chosen:
                 continue
-            deltas[request.index] = self._deltas(*item[:1] + item[2:])
+            deltas[request.index] = self._deltas(request, consumer,
+                                                 old_rows, new_rows)
             for project_id, delta in deltas[request.index].items():
-                total[project_id].update(delta)
+                _add(total[project_id], delta)
         faults = {}
-        for request, at, *_rest in items:
+        for request, *_rest in items:
             if request.index not in deltas:
                 continue
             project = request.project_id
@@ -153,15 +170,18 @@ class Judgement(object):
             usage = self.usage.get(project, {})
             limits = self.limits.get(project)
             if limits is None:
-                fault = self._fault(at, project, usage, mine)
+                fault = self._fault(request, project, usage, mine)
             else:
-                after = collections.Counter(usage)
-                after.update(total[project])
+                after = dict(usage)
+                _add(after, total[project])
                 broken = rule.over(limits, usage, after)
-                fault = next((exceeded(at, project, rule.Refusal(
-                    resource, limits[resource], usage.get(resource, 0),
-                    mine[resource])) for resource in sorted(broken)
-                    if mine[resource] > 0), None)
+                fault = next((exceeded(self._at(request), project,
+                                       rule.Refusal(
+                                           resource, limits[resource],
+                                           usage.get(resource, 0),
+                                           mine[resource]))
+                              for resource in sorted(broken)
+                              if mine.get(resource, 0) > 0), None)
             if fault is not None:
                 faults[request.index] = fault
         return faults

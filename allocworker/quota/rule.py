@@ -21,12 +21,13 @@ Refusal = collections.namedtuple(
 def counted(consumer_type, rows, counted_types):
     """{resource: amount} that a consumer of ``consumer_type`` holding
     ``rows`` ({(provider, class name): used}) counts."""
-    found = collections.Counter()
+    found = {}
     if not rows:
         return found
     if consumer_type in counted_types:
         for (_provider, name), used in rows.items():
-            found[CLASS_PREFIX + name] += used
+            resource = CLASS_PREFIX + name
+            found[resource] = found.get(resource, 0) + used
     if consumer_type == SERVERS_TYPE:
         found[SERVERS] = 1
     return found

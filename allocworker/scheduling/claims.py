@@ -2,7 +2,7 @@
 one transaction, so concurrent schedulers never race.
 
 One claim's transaction, in allocate's global lock order (consumers,
-then groups, then providers):
+then groups, then providers, then projects when limits are on):
 
 1. Lock the consumer.
 2. Release what it holds, inside a savepoint that is rolled back: the
@@ -36,7 +36,6 @@ from allocworker.groups import affinity
 from allocworker import items as item_results
 from allocworker import notifications
 from allocworker import policy
-from allocworker.quota import judgement as limits
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
@@ -150,9 +149,6 @@ def _guarded(context, claims, changes, searches):
 
 def _transaction(context, claims, searches):
     with db.writer() as conn:
-        # Project limits: the claims' project locks come before their
-        # consumers' (allocate's global order); nothing when limits are off.
-        limits.lock(conn, [(c.request, context) for c in claims])
         existing = db_allocations.lock_consumers(
             conn, [c.request.consumer_uuid for c in claims])
         results, changes, faults = {}, [], {}
