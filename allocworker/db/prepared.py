@@ -86,3 +86,20 @@ class Statement(object):
             conn.exec_driver_sql('DEALLOCATE %s' % self.name)
         conn.exec_driver_sql(self._prepare)
         record.info[self.name] = (dbapi_connection, now)
+
+
+def in_one_round_trip(conn, parts, params):
+    """Run ``parts`` in order in one round trip, each a Statement (run
+    prepared) or a plain SQL text (planned for its values); the result
+    of the last. Each is a statement of its own, which at READ COMMITTED
+    reads a snapshot of its own, taken when the one before it has
+    finished: a part may wait for locks whose holders' commits the next
+    part then sees."""
+    texts = []
+    for part in parts:
+        if isinstance(part, Statement):
+            part._prepare_on(conn)
+            texts.append(part._execute)
+        else:
+            texts.append(part)
+    return conn.exec_driver_sql(';\n'.join(texts), params)

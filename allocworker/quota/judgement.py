@@ -100,9 +100,8 @@ class Judgement(object):
         """{project: {resource: used}}, read under the projects' locks,
         taken at the first judgement."""
         if self._usage is None:
-            db_quota.lock_projects(self.conn, self.limits)
-            self._usage = db_quota.usage(self.conn, self.limits,
-                                         self.counted, rule.SERVERS_TYPE)
+            self._usage = db_quota.locked_usage(
+                self.conn, self.limits, self.counted, rule.SERVERS_TYPE)
         return self._usage
 
     def _deltas(self, request, consumer, old_rows, new_rows):
