@@ -79,3 +79,41 @@ def test_manage_quota_show_prints_a_bar_per_resource(
     denied = services.manage(os.path.join(scratch, 'worker.conf'), 'quota',
                              'show', check=False)
     assert denied.returncode == 2
+
+
+def test_claims_of_several_items_and_allocates_race_within_the_limit(
+        limited_rpc, keystone):
+    """Claims of two new instances and allocates of one, of one project,
+    at once on two hosts: the project's locks come after the providers',
+    and a claim's second item is tried holding the first's project lock,
+    so a claim and an allocate may meet in a deadlock, which the
+    database breaks and the write retries. Whatever happens, exactly the
+    limit's servers are placed, every refusal is the limit's, and the
+    counters say so."""
+    rpc = limited_rpc
+    project = keystone.project('race-%s' % uuid.uuid4().hex[:8])
+    keystone.project_limit(project, 'servers', 12)
+    hosts = [provider(rpc, {'VCPU': {'total': 1000}})[0] for _ in range(2)]
+    limit_in_force(rpc, project, 'servers', 12)
+
+    def claim(n):
+        return rpc.claim(items=[{
+            'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
+            'project_id': project, 'user_id': 'u', 'request': {'groups': [{
+                'resources': {'VCPU': 1}, 'in_tree': hosts[(n + k) % 2]}]}}
+            for k in range(2)])['items']
+
+    def job(n):
+        return claim(n) if n % 2 else [boot(rpc, project, hosts[n % 2])]
+
+    answers = [item for items in in_parallel(job, range(32), clients=32)
+               for item in items]
+    statuses = sorted(item['status'] for item in answers)
+    assert statuses == [200] * 12 + [403] * (len(answers) - 12), [
+        item for item in answers if item['status'] not in (200, 403)]
+    for refused in (item for item in answers if item['status'] == 403):
+        assert_fault(refused, 403, 'quota.exceeded')
+    limits = {i['resource']: i for i in
+              rpc.get_limits(project_id=project)['items']}
+    assert limits['servers']['usage'] == 12
+    assert limits['class:VCPU']['usage'] == 12
