@@ -21,6 +21,9 @@ best). Measured: 41,000 consumers in, a single allocate cost the server
 import re
 import time
 
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
 REPLAN_SECONDS = 10.0
 
 # Every placeholder carries its type: ``%(name)s::type``.
@@ -103,3 +106,44 @@ def in_one_round_trip(conn, parts, params):
         else:
             texts.append(part)
     return conn.exec_driver_sql(';\n'.join(texts), params)
+
+
+class Core(object):
+    """A SQLAlchemy Core statement, run as a Statement on PostgreSQL
+    (through psycopg2) and as itself elsewhere. Its text is compiled at
+    first use, each bound value cast to its bind's type; a list must be
+    bound as one array (``= ANY``), since an expanded IN list varies the
+    text with its length."""
+
+    def __init__(self, name, statement):
+        self.name = name
+        self.statement = statement
+        self._prepared = None
+        self._values = None
+
+    def execute(self, conn, params):
+        if not applies(conn.dialect):
+            return conn.execute(self.statement, params)
+        if self._prepared is None:
+            compiled = self.statement.compile(dialect=conn.dialect)
+            text = compiled.string
+            for bind, name in compiled.bind_names.items():
+                kind = re.sub(r'\(.*?\)', '',
+                              bind.type.compile(dialect=conn.dialect))
+                text = re.sub(r'%%\(%s\)s(?!::)' % name,
+                              '%%(%s)s::%s' % (name, kind), text)
+            self._values = {name: bind.effective_value
+                            for bind, name in compiled.bind_names.items()
+                            if bind.effective_value is not None}
+            self._prepared = Statement(self.name, text)
+        return self._prepared.execute(conn, dict(self._values, **params))
+
+
+def in_list(column, name, type_, dialect):
+    """``column`` is one of the list bound as ``name``: one array on
+    PostgreSQL (for a ``Core`` statement), an expanded IN list
+    elsewhere."""
+    if dialect == 'postgresql':
+        return column == sa.any_(sa.bindparam(
+            name, type_=postgresql.ARRAY(type_)))
+    return column.in_(sa.bindparam(name, expanding=True))
