@@ -103,8 +103,7 @@ def _lock_unless_taken_query(with_tree, dialect):
              .order_by(_p.c.id))
     if dialect != 'sqlite':
         query = query.with_for_update(skip_locked=True)
-    return prepared.Core('allocworker_lock_unless_taken_%d' % with_tree,
-                         query)
+    return prepared.Core(query)
 
 
 def roots_of(conn, provider_ids):

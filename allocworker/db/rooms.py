@@ -131,7 +131,6 @@ def _from_each_query(classes, onwards):
         pages.append(sa.select(page))
     every = sa.union_all(*pages).subquery('page')
     return prepared.Core(
-        'allocworker_rooms_from_each_%d_%d' % (classes, onwards),
         sa.select(every.c.resource_class_id, every.c.free,
                   every.c.provider_id, _p.c.root_provider_id)
         .join(_p, _p.c.id == every.c.provider_id)
