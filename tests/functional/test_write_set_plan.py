@@ -95,9 +95,10 @@ def test_a_claims_search_and_try_run_prepared():
         texts = [row[0] for row in conn.exec_driver_sql(
             "SELECT statement FROM pg_prepared_statements "
             "WHERE name LIKE %(core)s", {'core': 'allocworker_core_%'})]
-    # The window's pages, the sharing providers' union and the host's
-    # own suppliers, the weighing's inventories, the try's lock.
+    # The sharing providers' union and the host's own suppliers, the
+    # weighing's inventories, the try's lock; not the window's pages
+    # (their generic plan was slow on a large cloud).
     assert any('MATERIALIZED' in t for t in texts), texts
     assert any('SKIP LOCKED' in t for t in texts), texts
-    assert any('max(usages.free)' in t for t in texts), texts
+    assert not any('max(usages.free)' in t for t in texts), texts
     assert len(texts) >= 4, texts
