@@ -341,7 +341,8 @@ def _inventories_query(dialect):
                                _u.c.resource_class_id ==
                                _inv.c.resource_class_id))
         .where(prepared.in_list(_inv.c.provider_id, 'ids', sa.Integer,
-                                dialect)))
+                                dialect)),
+        prepare=dialect is not None)
 
 
 def has_nesting(conn):

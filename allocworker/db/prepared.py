@@ -135,15 +135,14 @@ class Core(object):
             if 'POSTCOMPILE' in text:
                 self._prepared = False
             else:
+                self._values = {}
                 for bind, name in compiled.bind_names.items():
                     kind = re.sub(r'\(.*?\)', '',
                                   bind.type.compile(dialect=conn.dialect))
                     text = re.sub(r'%%\(%s\)s(?!::)' % name,
                                   '%%(%s)s::%s' % (name, kind), text)
-                self._values = {
-                    name: bind.effective_value
-                    for bind, name in compiled.bind_names.items()
-                    if bind.effective_value is not None}
+                    if bind.effective_value is not None:
+                        self._values[name] = bind.effective_value
                 self._prepared = Statement(self.name, text)
         if self._prepared is False:
             return conn.execute(self.statement, params)

@@ -109,10 +109,10 @@ class Judgement(object):
         kind = request.consumer_type or (
             consumer.consumer_type if consumer else
             self.origin_of(request).new_type)
-        grows = rule.counted(kind, new_rows, self.counted)
+        deltas = {request.project_id: rule.counted(kind, new_rows,
+                                                   self.counted)}
         if consumer is None:
-            return {request.project_id: grows}
-        deltas = {request.project_id: grows}
+            return deltas
         released = rule.counted(consumer.consumer_type, old_rows,
                                 self.counted)
         _add(deltas.setdefault(consumer.project_id, {}),
