@@ -3,7 +3,8 @@
     .venv/bin/python -m benchmarks.candidates [--trees 1000 10000]
         [--backend postgresql|mysql|sqlite] [--load bulk|http]
         [--serve wsgiref|uwsgi] [--seconds 10] [--calls 5]
-        [--placement-python PYTHON | --no-placement] [--json]
+        [--placement-python PYTHON | --no-placement]
+        [--placement-up-to TREES] [--json]
     .venv/bin/python -m benchmarks.run --candidates-scale 1000,10000
         # the same with --load http --serve uwsgi --backend postgresql
 
@@ -242,6 +243,12 @@ class Cloud(object):
                 cloud.http_sharing(peer)
 
     def grow(self, trees):
+        cap = self.args.placement_up_to
+        if cap is not None and trees > cap and 'placement' in self.peers:
+            # Past the cap Placement is neither grown nor asked (its
+            # server idles until the run ends).
+            del self.peers['placement']
+            self.loaders.pop('placement', None)
         started = time.monotonic()
         if self.args.load == 'bulk':
             rows = cloud.tree_rows(self.loaded, trees)
@@ -316,6 +323,9 @@ def parser():
                          'uwsgi); default .venv-placement')
     options.add_argument('--no-placement', action='store_true',
                          help='allocworker-api alone')
+    options.add_argument('--placement-up-to', type=int, metavar='TREES',
+                         help='measure Placement up to this many trees '
+                         'only (at 100,000 one request takes minutes)')
     options.add_argument('--json', action='store_true')
     return options
 

@@ -1,5 +1,6 @@
-"""The RPC ceiling: a bare oslo.messaging server whose one method returns
-its argument. Run as ``python -m benchmarks.noop_server URL TOPIC NAME``."""
+"""The RPC ceiling: a bare oslo.messaging server whose ``echo`` returns
+its argument (and ``kept`` what ``keep`` was last sent). Run as
+``python -m benchmarks.noop_server URL TOPIC NAME``."""
 
 import signal
 import sys
@@ -12,8 +13,20 @@ import oslo_messaging as messaging
 class Echo(object):
     target = messaging.Target(version='1.0')
 
+    def __init__(self):
+        self._kept = None
+
     def echo(self, context, arg):
         return arg
+
+    # The ceiling of a call with a large answer: ``kept`` answers what
+    # ``keep`` was sent, so only the answer crosses the wire.
+
+    def keep(self, context, arg):
+        self._kept = arg
+
+    def kept(self, context):
+        return self._kept
 
 
 def main(url, topic, name):

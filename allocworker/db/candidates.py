@@ -90,7 +90,8 @@ def roots(conn, after=None, count=None, before=None, required=(),
     if before is not None:
         query = query.where(_p.c.id < before)
     if only is not None:
-        query = query.where(_p.c.id.in_(sorted(only)))
+        query = query.where(prepared.one_of(_p.c.id, only, sa.Integer,
+                                            conn.dialect.name))
     query = query.where(*trait_clauses(
         _p.c.id, Filters(required, (), forbidden, (), ())))
     if count is not None:
@@ -118,13 +119,15 @@ def node(conn, uuid):
     return Node(*row) if row else None
 
 
-def _anchored_at(column, ranged, dialect):
+def _anchored_at(column, ranged, dialect, few):
     """The root in ``column`` is one of the bound roots: between ``low``
-    and ``high`` when ``ranged``, else in the list ``roots``."""
+    and ``high`` when ``ranged``, else in the list ``roots`` (``few``:
+    in a prepared statement)."""
     if ranged:
         return column.between(sa.bindparam('low', type_=sa.Integer),
                               sa.bindparam('high', type_=sa.Integer))
-    return prepared.in_list(column, 'roots', sa.Integer, dialect)
+    listed = prepared.in_list if few else prepared.any_of
+    return listed(column, 'roots', sa.Integer, dialect)
 
 
 def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
@@ -152,9 +155,7 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
         ranged, class_id is not None, hashable(filters),
         hashable(tree_filters), in_tree is not None,
         hashable(sharing_filters) if sharing else None, from_trees,
-        # Few roots go as one array, the statement prepared; many as a
-        # list the plan is made for.
-        conn.dialect.name if from_trees else None)
+        conn.dialect.name)
     bound = {'class_id': class_id, 'amount': amount, 'in_tree': in_tree,
              'sharing_trait': sharing_trait}
     if ranged:
@@ -181,14 +182,15 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
                     sharing_filters, from_trees, dialect):
     """``suppliers``' statement for one shape of search, built once (its
     values are bound at execution), prepared on PostgreSQL for a few
-    roots (``dialect`` given) where no filter lists values (planning the
+    roots (``from_trees``) where no filter lists values (planning the
     sharing providers' union cost the server 1.7-2.8 ms a claim, running
     it 0.3-0.5); for a range or many roots, planned for them."""
     class_id = sa.bindparam('class_id', type_=sa.Integer)
     amount = sa.bindparam('amount', type_=sa.BigInteger)
     direct = sa.select(_p.c.id, _p.c.root_provider_id.label('anchor'))
     direct = direct.select_from(_p).where(
-        _anchored_at(_p.c.root_provider_id, ranged, dialect))
+        _anchored_at(_p.c.root_provider_id, ranged, dialect,
+                     from_trees))
     if with_class:
         direct = _with_room(direct, _p.c.id, class_id, amount)
     direct = direct.where(*trait_clauses(_p.c.id, filters),
@@ -200,7 +202,7 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
         direct = direct.where(_p.c.root_provider_id ==
                               sa.bindparam('in_tree', type_=sa.Integer))
     if sharing_filters is None:
-        return prepared.Core(direct, prepare=dialect is not None)
+        return prepared.Core(direct, prepare=from_trees)
     sharing = _pt.alias('sharing')
     shared = _p.alias('shared')
     own = _pa.alias('own')
@@ -213,7 +215,8 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
         member = (sa.select(theirs.c.aggregate_uuid,
                             _p.c.root_provider_id)
                   .join(theirs, theirs.c.provider_id == _p.c.id)
-                  .where(_anchored_at(_p.c.root_provider_id, ranged, dialect))
+                  .where(_anchored_at(_p.c.root_provider_id, ranged,
+                                      dialect, from_trees))
                   .cte('member').prefix_with('MATERIALIZED',
                                              dialect='postgresql'))
         anchored = (sa.select(shared.c.id, member.c.root_provider_id)
@@ -243,7 +246,8 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
                     .join(member, member.c.id == theirs.c.provider_id))
     anchored = anchored.where(
         sharing.c.trait_id == sa.bindparam('sharing_trait', type_=sa.Integer),
-        _anchored_at(member.c.root_provider_id, ranged, dialect))
+        _anchored_at(member.c.root_provider_id, ranged, dialect,
+                     from_trees))
     anchored = anchored.where(*trait_clauses(shared.c.id, sharing_filters),
                               *aggregate_clauses(shared.c.id,
                                                  sharing_filters))
@@ -255,7 +259,7 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
         anchored = anchored.where(shared.c.root_provider_id ==
                                   sa.bindparam('in_tree', type_=sa.Integer))
     return prepared.Core(sa.union(direct, anchored),
-                         prepare=dialect is not None)
+                         prepare=from_trees)
 
 
 def _either(provider, root, filters):
@@ -278,23 +282,39 @@ def _either(provider, root, filters):
 def nodes(conn, root_ids=(), provider_ids=()):
     """{id: Node} of every provider in the trees of ``root_ids`` and of
     ``provider_ids``."""
-    clauses = []
-    if root_ids:
-        clauses.append(_p.c.root_provider_id.in_(sorted(set(root_ids))))
-    if provider_ids:
-        clauses.append(_p.c.id.in_(sorted(set(provider_ids))))
-    if not clauses:
+    if not root_ids and not provider_ids:
         return {}
-    rows = conn.execute(sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
-                                  _p.c.root_provider_id)
-                        .where(sa.or_(*clauses)))
+    bound = {}
+    if root_ids:
+        bound['roots'] = sorted(set(root_ids))
+    if provider_ids:
+        bound['ids'] = sorted(set(provider_ids))
+    rows = _nodes_query(conn.dialect.name, 'roots' in bound,
+                        'ids' in bound).execute(conn, bound)
     return {row[0]: Node(*row) for row in rows}
+
+
+@functools.lru_cache(maxsize=16)
+def _nodes_query(dialect, with_roots, with_ids):
+    """Built once (a claim reads its window's trees with it), planned
+    for its values."""
+    clauses = []
+    if with_roots:
+        clauses.append(prepared.any_of(_p.c.root_provider_id, 'roots',
+                                       sa.Integer, dialect))
+    if with_ids:
+        clauses.append(prepared.any_of(_p.c.id, 'ids', sa.Integer, dialect))
+    return prepared.Core(
+        sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
+                  _p.c.root_provider_id).where(sa.or_(*clauses)),
+        prepare=False)
 
 
 def nodes_by_uuid(conn, uuids):
     rows = conn.execute(sa.select(_p.c.id, _p.c.uuid, _p.c.parent_provider_id,
                                   _p.c.root_provider_id)
-                        .where(_p.c.uuid.in_(sorted(uuids))))
+                        .where(prepared.one_of(_p.c.uuid, uuids, sa.String,
+                                               conn.dialect.name)))
     return [Node(*row) for row in rows]
 
 
@@ -306,7 +326,9 @@ def traits(conn, provider_ids):
     # In trait id order, as Placement lists them (standard traits first).
     rows = conn.execute(sa.select(_pt.c.provider_id, _t.c.name)
                         .join(_t, _t.c.id == _pt.c.trait_id)
-                        .where(_pt.c.provider_id.in_(sorted(provider_ids)))
+                        .where(prepared.one_of(_pt.c.provider_id,
+                                               provider_ids, sa.Integer,
+                                               conn.dialect.name))
                         .order_by(_t.c.id))
     for provider_id, name in rows:
         found[provider_id].append(name)
@@ -318,19 +340,20 @@ def inventories(conn, provider_ids):
     found = collections.defaultdict(dict)
     if not provider_ids:
         return found
-    rows = _inventories_query(
-        conn.dialect.name if len(provider_ids) <= _FEW_ROOTS else None
-    ).execute(conn, {'ids': sorted(provider_ids)})
+    rows = _inventories_query(conn.dialect.name,
+                              len(provider_ids) <= _FEW_ROOTS).execute(
+        conn, {'ids': sorted(provider_ids)})
     for row in rows:
         found[row[0]][row[1]] = (capacity.Inventory(*row[2:8]), int(row[8]))
     return found
 
 
-@functools.lru_cache(maxsize=4)
-def _inventories_query(dialect):
-    """Prepared on PostgreSQL for a few providers (a claim's weighing:
-    planning cost the server 0.26-0.34 ms); for many (a long list of
-    candidates), planned for them. ``dialect`` None: not prepared."""
+@functools.lru_cache(maxsize=8)
+def _inventories_query(dialect, few):
+    """Prepared on PostgreSQL for a ``few`` providers (a claim's
+    weighing: planning cost the server 0.26-0.34 ms); for many (a long
+    list of candidates), planned for them."""
+    listed = prepared.in_list if few else prepared.any_of
     return prepared.Core(
         sa.select(_inv.c.provider_id, _rc.c.name, _inv.c.total,
                   _inv.c.reserved, _inv.c.min_unit, _inv.c.max_unit,
@@ -340,9 +363,8 @@ def _inventories_query(dialect):
         .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
                                _u.c.resource_class_id ==
                                _inv.c.resource_class_id))
-        .where(prepared.in_list(_inv.c.provider_id, 'ids', sa.Integer,
-                                dialect)),
-        prepare=dialect is not None)
+        .where(listed(_inv.c.provider_id, 'ids', sa.Integer, dialect)),
+        prepare=few)
 
 
 def has_nesting(conn):

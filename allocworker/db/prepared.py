@@ -159,3 +159,26 @@ def in_list(column, name, type_, dialect):
         return column.in_(sa.select(sa.func.unnest(sa.bindparam(
             name, type_=postgresql.ARRAY(type_)))))
     return column.in_(sa.bindparam(name, expanding=True))
+
+
+def any_of(column, name, type_, dialect):
+    """``column`` is one of the list bound as ``name``, in a statement
+    planned for the list: on PostgreSQL one array bound (``= ANY``, what
+    PostgreSQL makes of an IN list anyway), elsewhere an expanded IN
+    list. Rendering an expanded list costs the client about 10 us a
+    value: 1,800 of them were a tenth of a wide-trees candidate
+    search's CPU."""
+    if dialect == 'postgresql':
+        return column == sa.any_(sa.bindparam(
+            name, type_=postgresql.ARRAY(type_)))
+    return column.in_(sa.bindparam(name, expanding=True))
+
+
+def one_of(column, values, type_, dialect):
+    """``any_of`` with the values themselves bound, for a statement built
+    per call."""
+    values = sorted(values)
+    if dialect == 'postgresql':
+        return column == sa.any_(sa.bindparam(
+            None, values, type_=postgresql.ARRAY(type_)))
+    return column.in_(values)

@@ -9,6 +9,7 @@ import time
 
 import sqlalchemy as sa
 
+from allocworker.db import prepared
 from allocworker.db import schema
 
 _p = schema.providers
@@ -64,11 +65,24 @@ def shared_class_ids(conn, sharing_trait, class_ids):
     has inventory of."""
     if sharing_trait is None or not class_ids:
         return set()
-    query = (sa.select(_inv.c.resource_class_id).distinct()
-             .join(_pt, _pt.c.provider_id == _inv.c.provider_id)
-             .where(_pt.c.trait_id == sharing_trait,
-                    _inv.c.resource_class_id.in_(sorted(class_ids))))
-    return {row[0] for row in conn.execute(query)}
+    rows = _shared_class_query(conn.dialect.name).execute(
+        conn, {'trait': sharing_trait, 'classes': sorted(class_ids)})
+    return {row[0] for row in rows}
+
+
+@functools.lru_cache(maxsize=4)
+def _shared_class_query(dialect):
+    """Built once (built and rendered per call it cost the worker 0.5-0.7
+    ms of a claim's 7-8) but planned for its values: a generic plan
+    merge-joined the inventories from the lowest provider id, cheap only
+    while the sharing providers' ids are low."""
+    return prepared.Core(
+        sa.select(_inv.c.resource_class_id).distinct()
+        .join(_pt, _pt.c.provider_id == _inv.c.provider_id)
+        .where(_pt.c.trait_id == sa.bindparam('trait', type_=sa.Integer),
+               prepared.any_of(_inv.c.resource_class_id, 'classes',
+                               sa.Integer, dialect)),
+        prepare=False)
 
 
 def roomiest_from(conn, amounts, start, count):

@@ -9,9 +9,10 @@ import itertools
 from allocworker import capacity
 from allocworker.db import candidates as db_candidates
 
-# One way to meet one group: the providers it maps to, and its
-# (provider id, class, amount) rows.
-Option = collections.namedtuple('Option', ['providers', 'rows'])
+# One way to meet one group: the providers it maps to (ids, in order),
+# its (provider id, class, amount) rows, and the providers' uuids in
+# order (the candidate's mapping of the group).
+Option = collections.namedtuple('Option', ['providers', 'rows', 'uuids'])
 
 
 class Search(object):
@@ -27,6 +28,7 @@ class Search(object):
         self.conn = conn
         self.request = request
         self.plans = plans
+        self.labels = [plan.group.label for plan in plans]
         self.sharing = sharing_trait
         # Class ids some sharing provider offers (None: any may be).
         self.offered_by_sharing = offered_by_sharing
@@ -61,37 +63,32 @@ class Search(object):
             found.append(self._group_rows(plan, roots, members, read))
             if not found[-1]:
                 return []
-        anchors = set.intersection(*(set(f) for f in found))
-        if not anchors:
-            return []
-        involved = {p for f in found for a in anchors
-                    for p in _providers(f[a])}
-        nodes = db_candidates.nodes(self.conn, anchors, involved)
-        # Every provider of the slice's trees and those its candidates
-        # use: what a claim weighs them with (candidates._weighed).
-        self.nodes = nodes
-        if self.request.same_subtree:
-            missing = {nodes[p].root_id for p in involved} - set(anchors)
-            nodes.update(db_candidates.nodes(self.conn, missing))
-        traits = (db_candidates.traits(self.conn, involved)
-                  if self.trait_check else {})
-        inventories = (db_candidates.inventories(self.conn, involved)
-                       if self.shared_classes else {})
+        anchors = sorted(set.intersection(*(set(f) for f in found)))
         result = []
-        for anchor in sorted(anchors):
-            options = [self._options(plan, rows[anchor], traits)
-                       for plan, rows in zip(self.plans, found)]
-            for combo in self._combinations(options, inventories):
-                candidate = self._judge(anchor, combo, nodes)
-                if candidate is None:
-                    continue
-                key = _key(candidate)
-                if key in seen:
-                    continue
-                seen.add(key)
-                result.append(candidate)
-                if want is not None and len(result) >= want:
-                    return result
+        for batch in _batches(anchors, want, result):
+            involved = {p for f in found for a in batch
+                        for p in _providers(f[a])}
+            nodes = db_candidates.nodes(self.conn, batch, involved)
+            # Every provider of the trees and those the candidates use:
+            # what a claim weighs them with (candidates._weighed).
+            self.nodes.update(nodes)
+            if self.request.same_subtree:
+                missing = {nodes[p].root_id for p in involved} - set(batch)
+                nodes.update(db_candidates.nodes(self.conn, missing))
+            traits = (db_candidates.traits(self.conn, involved)
+                      if self.trait_check else {})
+            inventories = (db_candidates.inventories(self.conn, involved)
+                           if self.shared_classes else {})
+            for anchor in batch:
+                options = [self._options(plan, rows[anchor], traits, nodes)
+                           for plan, rows in zip(self.plans, found)]
+                for combo in self._combinations(options, inventories):
+                    candidate = self._judge(anchor, combo, nodes, seen)
+                    if candidate is None:
+                        continue
+                    result.append(candidate)
+                    if want is not None and len(result) >= want:
+                        return result
         return result
 
     def _group_rows(self, plan, roots, members, read):
@@ -129,11 +126,12 @@ class Search(object):
         return {a: {name: sorted(b[a]) for name, b in per_class}
                 for a in anchors}
 
-    def _options(self, plan, rows, traits):
+    def _options(self, plan, rows, traits, nodes):
         group = plan.group
         if group.single_provider:
             return [Option((p,), [(p, name, amount)
-                                  for name, _id, amount in plan.classes])
+                                  for name, _id, amount in plan.classes],
+                           [nodes[p].uuid])
                     for p in sorted(rows)]
         names = sorted(rows)
         options = []
@@ -145,7 +143,8 @@ class Search(object):
                     continue
             options.append(Option(
                 tuple(sorted(set(choice))),
-                [(p, n, group.resources[n]) for p, n in zip(choice, names)]))
+                [(p, n, group.resources[n]) for p, n in zip(choice, names)],
+                sorted({nodes[p].uuid for p in choice})))
         return options
 
     def _combinations(self, options, inventories=None):
@@ -199,30 +198,37 @@ class Search(object):
 
         return walk(0)
 
-    def _judge(self, anchor, combo, nodes):
+    def _judge(self, anchor, combo, nodes, seen):
         """The candidate ``combo`` (an Option per group) makes, or None
         when a request-wide rule rules it out (what several groups ask of
-        one provider was judged as the walk built ``combo``)."""
+        one provider was judged as the walk built ``combo``) or it is
+        one of ``seen`` (which it joins)."""
         for indices in self.request.same_subtree:
             chosen = {p for i in indices for p in combo[i].providers}
             if not _one_above_all(chosen, nodes):
                 return None
-        totals = collections.Counter()
+        totals = {}
         for option in combo:
             for provider, name, amount in option.rows:
-                totals[provider, name] += amount
+                key = provider, name
+                totals[key] = totals.get(key, 0) + amount
         if not self.nested:
             used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
             if len(used_roots) != len(set(used_roots)):
                 return None
-        allocations = collections.defaultdict(dict)
+        # What it allocates and how the groups map, in provider ids: two
+        # trees' candidates may be the same one (sharing providers only).
+        key = (frozenset(totals.items()),
+               tuple(option.providers for option in combo))
+        if key in seen:
+            return None
+        seen.add(key)
+        allocations = {}
         for (provider, name), total in totals.items():
-            allocations[nodes[provider].uuid][name] = total
-        mappings = {plan.group.label: sorted(nodes[p].uuid
-                                             for p in option.providers)
-                    for option, plan in zip(combo, self.plans)}
-        return self.make_candidate(nodes[anchor].uuid, dict(allocations),
-                                   mappings)
+            allocations.setdefault(nodes[provider].uuid, {})[name] = total
+        mappings = {label: list(option.uuids)
+                    for label, option in zip(self.labels, combo)}
+        return self.make_candidate(nodes[anchor].uuid, allocations, mappings)
 
 
 def _earlier_twin(request, plans, index):
@@ -249,11 +255,25 @@ def _providers(rows):
     return rows
 
 
-def _key(candidate):
-    return (frozenset((p, frozenset(r.items()))
-                      for p, r in candidate.allocations.items()),
-            frozenset((g, frozenset(u))
-                      for g, u in candidate.mappings.items()))
+def _batches(anchors, want, result, first=16):
+    """``anchors`` a batch at a time: all at once when every candidate
+    is wanted, else a few first, then as many as the candidates found
+    so far per anchor say will fill ``want`` (``result``, which the
+    caller grows): one tree of eight devices gives 40,320 candidates,
+    and reading the other trees of the slice cost more than judging
+    the thousand wanted."""
+    if want is None:
+        yield anchors
+        return
+    done = 0
+    while done < len(anchors):
+        if done == 0:
+            size = first
+        else:
+            per_anchor = max(len(result), 1) / done
+            size = max(first, int((want - len(result)) / per_anchor) + 1)
+        yield anchors[done:done + size]
+        done += size
 
 
 def _one_above_all(chosen, nodes):

@@ -69,14 +69,15 @@ def _shaped(found, summaries=None):
     """The candidates in the contract's shape; their providers'
     summaries from ``summaries`` {uuid: summary} when given, else each
     its own (a claim moves them as it places, ``reuse``)."""
-    def summary(uuid):
-        if summaries is not None:
-            return summaries[uuid]
-        return _summary(found.providers[uuid])
-
+    if summaries is None:
+        return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
+                 'mappings': c.mappings,
+                 'providers': {uuid: _summary(found.providers[uuid])
+                               for uuid in c.allocations}}
+                for c in found.candidates]
     return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
              'mappings': c.mappings,
-             'providers': {uuid: summary(uuid) for uuid in c.allocations}}
+             'providers': {uuid: summaries[uuid] for uuid in c.allocations}}
             for c in found.candidates]
 
 

@@ -20,7 +20,8 @@ def _search(isolated, twin):
 
 
 def _option(provider):
-    return combine.Option((provider,), [(provider, 'X', 1)])
+    return combine.Option((provider,), [(provider, 'X', 1)],
+                          ['uuid-%d' % provider])
 
 
 # (which of two shapes the group has, numbered): only the first group
