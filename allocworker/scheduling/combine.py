@@ -36,12 +36,15 @@ class Search(object):
         self.make_candidate = make_candidate
         named = collections.Counter(
             name for plan in plans for name, _id, _n in plan.classes)
-        self.shared_classes = {n for n, count in named.items() if count > 1}
         self.trait_check = any(
             not p.group.single_provider and
             (p.group.required or p.group.any_traits) for p in plans)
         self.isolated = [request.group_policy == 'isolate' and
                          p.group.single_provider for p in plans]
+        # Classes that two groups may draw from one provider: none when
+        # every group is isolated from the others.
+        self.shared_classes = set() if all(self.isolated) else {
+            n for n, count in named.items() if count > 1}
         self.twin = [_earlier_twin(request, plans, i) if distinct else None
                      for i in range(len(plans))]
         self.nodes = {}
@@ -216,13 +219,17 @@ class Search(object):
             used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
             if len(used_roots) != len(set(used_roots)):
                 return None
-        # What it allocates and how the groups map, in provider ids: two
-        # trees' candidates may be the same one (sharing providers only).
-        key = (frozenset(totals.items()),
-               tuple(option.providers for option in combo))
-        if key in seen:
-            return None
-        seen.add(key)
+        # Two trees' candidates are the same one when they use sharing
+        # providers only (one that uses a provider of its own tree is
+        # its tree's alone, and a tree's combinations differ): those are
+        # told apart by what they allocate and how the groups map, in
+        # provider ids.
+        if all(nodes[p].root_id != anchor for p, _n in totals):
+            key = (frozenset(totals.items()),
+                   tuple(option.providers for option in combo))
+            if key in seen:
+                return None
+            seen.add(key)
         allocations = {}
         for (provider, name), total in totals.items():
             allocations.setdefault(nodes[provider].uuid, {})[name] = total
