@@ -219,17 +219,14 @@ class Search(object):
             used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
             if len(used_roots) != len(set(used_roots)):
                 return None
-        # Two trees' candidates are the same one when they use sharing
-        # providers only (one that uses a provider of its own tree is
-        # its tree's alone, and a tree's combinations differ): those are
-        # told apart by what they allocate and how the groups map, in
-        # provider ids.
-        if all(nodes[p].root_id != anchor for p, _n in totals):
-            key = (frozenset(totals.items()),
-                   tuple(option.providers for option in combo))
-            if key in seen:
-                return None
-            seen.add(key)
+        # What it allocates and how the groups map, in provider ids: two
+        # trees' candidates are the same one when they use sharing
+        # providers only (a sharing provider's own tree among them).
+        key = (frozenset(totals.items()),
+               tuple(option.providers for option in combo))
+        if key in seen:
+            return None
+        seen.add(key)
         allocations = {}
         for (provider, name), total in totals.items():
             allocations.setdefault(nodes[provider].uuid, {})[name] = total

@@ -19,6 +19,7 @@ from allocworker.providers import aggregates
 from allocworker.providers import rules as providers
 from allocworker.providers import traits
 from allocworker.scheduling import candidates
+from allocworker.scheduling import placement_query
 from allocworker.scheduling import request as request_syntax
 
 pytestmark = pytest.mark.usefixtures('service_layer')
@@ -117,6 +118,21 @@ def test_sharing_provider_serves_the_unnumbered_group_not_with_in_tree():
     granular = find(groups=[{'resources': {cpu: 1}},
                             {'resources': {disk: 10}}])
     assert placements(granular) == placements(found)
+
+
+def test_a_sharing_provider_alone_is_one_candidate_for_all_it_serves():
+    disk = custom()
+    agg = str(uuid.uuid4())
+    # Three trees it serves, its own tree among them.
+    for _ in range(2):
+        provider({custom(): 8}, aggs=[agg])
+    shared = provider({disk: 100}, with_traits=[SHARES], aggs=[agg])
+    for resources in ('resources', 'resources1'):
+        for limit in (None, 1000):
+            request, _limit = placement_query.parse_query(
+                {resources: ['%s:10' % disk]}, 36)
+            found = candidates.find(request, limit)
+            assert placements(found) == [[(shared, [(disk, 10)])]]
 
 
 def test_traits_any_of_and_forbidden_per_group():
