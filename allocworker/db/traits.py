@@ -4,6 +4,7 @@ import sqlalchemy as sa
 
 from allocworker.db import facets
 from allocworker.db import names as names_table
+from allocworker.db import prepared
 from allocworker.db import schema
 
 _t = schema.traits
@@ -79,3 +80,14 @@ def of_providers(conn, provider_ids=None):
 
 def replace(conn, provider_id, trait_ids):
     facets.replace(conn, _pt, 'trait_id', provider_id, trait_ids)
+
+
+def carrying(conn, trait_id, provider_ids):
+    """Those of ``provider_ids`` that carry the trait ``trait_id``."""
+    if trait_id is None or not provider_ids:
+        return set()
+    rows = conn.execute(sa.select(_pt.c.provider_id).where(
+        _pt.c.trait_id == trait_id,
+        prepared.one_of(_pt.c.provider_id, provider_ids, sa.Integer,
+                        conn.dialect.name)))
+    return {row[0] for row in rows}

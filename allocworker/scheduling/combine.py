@@ -8,6 +8,7 @@ import itertools
 
 from allocworker import capacity
 from allocworker.db import candidates as db_candidates
+from allocworker.db import traits as db_traits
 
 # One way to meet one group: the providers it maps to (ids, in order),
 # its (provider id, class, amount) rows, and the providers' uuids in
@@ -82,11 +83,17 @@ class Search(object):
                       if self.trait_check else {})
             inventories = (db_candidates.inventories(self.conn, involved)
                            if self.shared_classes else {})
+            # Only a listing (a thousand candidates, not a claim's few)
+            # is worth a read to skip the duplicate key where it cannot
+            # match.
+            sharing = (db_traits.carrying(self.conn, self.sharing, involved)
+                       if want is not None else None)
             for anchor in batch:
                 options = [self._options(plan, rows[anchor], traits, nodes)
                            for plan, rows in zip(self.plans, found)]
                 for combo in self._combinations(options, inventories):
-                    candidate = self._judge(anchor, combo, nodes, seen)
+                    candidate = self._judge(anchor, combo, nodes, seen,
+                                            sharing)
                     if candidate is None:
                         continue
                     result.append(candidate)
@@ -201,11 +208,12 @@ class Search(object):
 
         return walk(0)
 
-    def _judge(self, anchor, combo, nodes, seen):
+    def _judge(self, anchor, combo, nodes, seen, sharing=None):
         """The candidate ``combo`` (an Option per group) makes, or None
         when a request-wide rule rules it out (what several groups ask of
         one provider was judged as the walk built ``combo``) or it is
-        one of ``seen`` (which it joins)."""
+        one of ``seen`` (which it joins). ``sharing``: those of its
+        providers that carry the sharing trait, when known."""
         for indices in self.request.same_subtree:
             chosen = {p for i in indices for p in combo[i].providers}
             if not _one_above_all(chosen, nodes):
@@ -219,14 +227,19 @@ class Search(object):
             used_roots = [nodes[p].root_id for p in {p for p, _n in totals}]
             if len(used_roots) != len(set(used_roots)):
                 return None
-        # What it allocates and how the groups map, in provider ids: two
-        # trees' candidates are the same one when they use sharing
-        # providers only (a sharing provider's own tree among them).
-        key = (frozenset(totals.items()),
-               tuple(option.providers for option in combo))
-        if key in seen:
-            return None
-        seen.add(key)
+        # Two trees' candidates are the same one when they use sharing
+        # providers only (a sharing provider's own tree among them); one
+        # that uses a provider of its own tree that shares nothing is its
+        # tree's alone (and a tree's combinations all differ). The others
+        # are told apart by what they allocate and how the groups map.
+        if sharing is None or not any(
+                p not in sharing and nodes[p].root_id == anchor
+                for p, _n in totals):
+            key = (frozenset(totals.items()),
+                   tuple(option.providers for option in combo))
+            if key in seen:
+                return None
+            seen.add(key)
         allocations = {}
         for (provider, name), total in totals.items():
             allocations.setdefault(nodes[provider].uuid, {})[name] = total
