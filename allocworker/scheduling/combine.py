@@ -73,12 +73,12 @@ class Search(object):
             involved = {p for f in found for a in batch
                         for p in _providers(f[a])}
             nodes = db_candidates.nodes(self.conn, batch, involved)
-            # Every provider of the trees and those the candidates use:
-            # what a claim weighs them with (candidates._weighed).
-            self.nodes.update(nodes)
             if self.request.same_subtree:
                 missing = {nodes[p].root_id for p in involved} - set(batch)
                 nodes.update(db_candidates.nodes(self.conn, missing))
+            # Every provider of the trees and those the candidates use:
+            # what a claim weighs them with (candidates._weighed).
+            self.nodes.update(nodes)
             traits = (db_candidates.traits(self.conn, involved)
                       if self.trait_check else {})
             inventories = (db_candidates.inventories(self.conn, involved)

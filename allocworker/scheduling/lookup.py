@@ -70,14 +70,13 @@ def _shaped(found, summaries=None):
     summaries from ``summaries`` {uuid: summary} when given, else each
     its own (a claim moves them as it places, ``reuse``)."""
     if summaries is None:
-        return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
-                 'mappings': c.mappings,
-                 'providers': {uuid: _summary(found.providers[uuid])
-                               for uuid in c.allocations}}
-                for c in found.candidates]
+        def summary(uuid):
+            return _summary(found.providers[uuid])
+    else:
+        summary = summaries.__getitem__
     return [{'root_uuid': c.root_uuid, 'allocations': c.allocations,
              'mappings': c.mappings,
-             'providers': {uuid: summaries[uuid] for uuid in c.allocations}}
+             'providers': {uuid: summary(uuid) for uuid in c.allocations}}
             for c in found.candidates]
 
 
