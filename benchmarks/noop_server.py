@@ -2,9 +2,12 @@
 its argument (and ``kept`` what ``keep`` was last sent). Run as
 ``python -m benchmarks.noop_server URL TOPIC NAME``."""
 
+import os
 import signal
+import subprocess
 import sys
 import threading
+import time
 
 from oslo_config import cfg
 import oslo_messaging as messaging
@@ -27,6 +30,26 @@ class Echo(object):
 
     def kept(self, context):
         return self._kept
+
+
+def start(url, topic, count, client):
+    """``count`` no-op servers on ``topic``, each a process of its own,
+    returned once one answers ``client`` (an oslo.messaging RPC
+    client)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    processes = [subprocess.Popen(
+        [sys.executable, '-m', 'benchmarks.noop_server', url, topic,
+         'noop%d' % i], cwd=root) for i in range(count)]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            client.prepare(topic=topic, timeout=2).call({}, 'echo', arg=1)
+            return processes
+        except messaging.MessagingTimeout:
+            continue
+    for process in processes:
+        process.terminate()
+    raise RuntimeError('the no-op server did not start')
 
 
 def main(url, topic, name):

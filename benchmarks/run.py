@@ -45,6 +45,7 @@ from benchmarks import chart  # noqa: E402
 from benchmarks import cpu  # noqa: E402
 from benchmarks.metrics_overhead import MetricsOverhead  # noqa: E402
 from benchmarks.load import drive, load, summary  # noqa: E402
+from benchmarks import noop_server  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from benchmarks import sqlwork  # noqa: E402
 from tests.functional import services  # noqa: E402
@@ -71,11 +72,8 @@ class Bench(object):
         self.client = services.BareClient(topic, timeout=120)
         self.worker = services.Worker(config).start(self.client)
         self.noop_topic = topic + '-noop'
-        self.noop = [subprocess.Popen(
-            [sys.executable, '-m', 'benchmarks.noop_server',
-             services.RABBIT_URL, self.noop_topic, 'noop%d' % i],
-            cwd=ROOT) for i in range(args.workers)]
-        self._wait_for_noop()
+        self.noop = noop_server.start(services.RABBIT_URL, self.noop_topic,
+                                      args.workers, self.client.client)
         self.hosts = []
         for n in range(HOSTS):
             host = str(uuid.uuid4())
@@ -126,18 +124,6 @@ class Bench(object):
                 'VCPU': 1, 'MEMORY_MB': 512}}},
             'project_id': 'bench', 'user_id': 'bench',
             'consumer_generation': None})
-
-    def _wait_for_noop(self):
-        import oslo_messaging as messaging
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                self.client.client.prepare(topic=self.noop_topic,
-                                           timeout=2).call({}, 'echo', arg=1)
-                return
-            except messaging.MessagingTimeout:
-                continue
-        raise RuntimeError('the no-op server did not start')
 
     def start_peers(self, placement_database, scratch):
         self.meter.databases.add(placement_database.rsplit('/', 1)[1])

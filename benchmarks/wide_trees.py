@@ -26,7 +26,6 @@ import argparse
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,7 @@ from benchmarks import candidates_cloud as cloud  # noqa: E402
 from benchmarks import claims  # noqa: E402
 from benchmarks import cpu  # noqa: E402
 from benchmarks import load  # noqa: E402
+from benchmarks import noop_server  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from tests.functional import services  # noqa: E402
 
@@ -78,22 +78,6 @@ def measure(meter, call, calls):
             'db_cpu_ms': round(1000 * spent['database'] / calls, 1),
             'rabbitmq_cpu_ms': round(1000 * spent['rabbitmq'] / calls, 1),
             'calls': calls, 'statuses': sorted(set(statuses))}
-
-
-def start_noop(topic, client):
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'benchmarks.noop_server',
-         services.RABBIT_URL, topic, 'noop'], cwd=ROOT)
-    ceiling = client.client.prepare(topic=topic, timeout=5)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            ceiling.call({}, 'echo', arg=1)
-            return process, ceiling.prepare(timeout=120)
-        except Exception:  # a timeout until the server listens
-            continue
-    process.terminate()
-    raise RuntimeError('the no-op server did not start')
 
 
 def placement_row(args, scratch):
@@ -155,8 +139,10 @@ def main(argv=None):
         rpc = services.BareClient(topic, timeout=120)
         worker = services.Worker(config).start(rpc)
         stack.callback(worker.stop)
-        noop, ceiling = start_noop(topic + '-noop', rpc)
+        noop, = noop_server.start(services.RABBIT_URL, topic + '-noop', 1,
+                                  rpc.client)
         stack.callback(noop.terminate)
+        ceiling = rpc.client.prepare(topic=topic + '-noop', timeout=120)
         api_config = services.write_config(
             os.path.join(scratch, 'api.conf'), url, topic,
             extra='[api]\nauth_strategy = noauth2\n')
