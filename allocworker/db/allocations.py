@@ -176,7 +176,7 @@ def write_set(conn, writes):
         project_usage={key: d for key, d in project_usage.items() if d},
         project_consumers={key: d for key, d in project_consumers.items()
                            if d})
-    shard = quota.shard()
+    shard = quota.shard(conn)
     if prepared.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
             conn, writes, now, shard)

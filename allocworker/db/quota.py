@@ -204,9 +204,17 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
 SHARDS = 4
 
 
-def shard():
-    """The counter rows one transaction moves (all of them on one)."""
-    return random.randrange(SHARDS)
+def shard(conn):
+    """The counter rows ``conn``'s transaction moves: all of them on one,
+    drawn at its first write. A transaction of several writes (a shared
+    claim transaction) that drew for each would hold several rows of a
+    project, taken in no order, and deadlock with another such."""
+    transaction = conn.get_transaction()
+    drawn = conn.info.get('allocworker_shard')
+    if drawn is None or drawn[0] is not transaction:
+        drawn = conn.info['allocworker_shard'] = (
+            transaction, random.randrange(SHARDS))
+    return drawn[1]
 
 
 def add(conn, used, consumers, shard=0):

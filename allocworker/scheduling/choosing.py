@@ -51,24 +51,36 @@ def _tie_break(consumer_uuid, root_uuid):
                           .encode('utf-8')).hexdigest()
 
 
-def ordered(candidates, strategy, consumer_uuid):
-    """``candidates`` in the order a claim by ``strategy`` tries them."""
+def _steps(candidates):
+    """Each candidate's free capacity over every class it is weighed by
+    (each class scaled by the largest among ``candidates``), in whole
+    ``SCORE_STEP``s: candidates a step apart or less count as equal."""
     frees = [free_capacity(c) for c in candidates]
     largest = collections.Counter()
     for free in frees:
         for name, amount in free.items():
             largest[name] = max(largest[name], amount)
+    return [round(sum(amount / largest[name] for name, amount in free.items()
+                      if largest[name] > 0) / SCORE_STEP)
+            for free in frees]
 
-    def score(free):
-        return sum(amount / largest[name] for name, amount in free.items()
-                   if largest[name] > 0)
 
+def ordered(candidates, strategy, consumer_uuid):
+    """``candidates`` in the order a claim by ``strategy`` tries them."""
     sign = -1 if strategy == SPREAD else 1
     keyed = sorted(
-        (sign * round(score(free) / SCORE_STEP),
-         _tie_break(consumer_uuid, candidate['root_uuid']), index)
-        for index, (candidate, free) in enumerate(zip(candidates, frees)))
-    return [candidates[index] for _score, _tie, index in keyed]
+        (sign * step, _tie_break(consumer_uuid, candidate['root_uuid']),
+         index)
+        for index, (candidate, step) in enumerate(
+            zip(candidates, _steps(candidates))))
+    return [candidates[index] for _step, _tie, index in keyed]
+
+
+def roomiest(candidates):
+    """The candidates ``spread`` counts as roomy as the roomiest one."""
+    steps = _steps(candidates)
+    top = max(steps, default=None)
+    return [c for c, step in zip(candidates, steps) if step == top]
 
 
 PolicyGroup = collections.namedtuple(

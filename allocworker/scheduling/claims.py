@@ -26,30 +26,34 @@ then groups, then providers, then projects when limits are on):
 
 A claim replaces the consumer's allocations in that one write, so it
 never holds both the old and the new, or neither.
+
+Concurrent calls that are not atomic share one transaction per worker
+process, as allocate's do (``group_commit``): their claims are placed
+one after the other, call by call in arrival order, each under its own
+call's context, and those that ask the same share one search
+(``reuse``). A refused claim wrote nothing and is its own call's answer;
+if the shared transaction itself fails, each call runs again alone.
 """
 
-import collections
+from oslo_log import log as logging
 
+from allocworker.allocations import group_commit
 from allocworker.allocations import writes
 from allocworker import codes
-from allocworker.groups import affinity
-from allocworker import items as item_results
 from allocworker import notifications
-from allocworker import policy
+from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.scheduling import choosing
+from allocworker.scheduling import claim_groups
+from allocworker.scheduling import claim_items
 from allocworker.scheduling import lookup
 from allocworker.scheduling import reuse
 
-OWN_FIELDS = ('request', 'strategy', 'exclude_roots')
-ITEM_FIELDS = tuple(f for f in writes.ITEM_FIELDS
-                    if f != 'allocations') + OWN_FIELDS
 NEW_TYPE = writes.DEFAULT_CONSUMER_TYPE
 # A try refused for one of these is about the candidate, not the
 # consumer: the claim moves on to the next candidate.
@@ -57,81 +61,22 @@ PASS_OVER = {codes.CAPACITY_EXCEEDED, codes.ALLOCATION_UNIT_VIOLATION,
              codes.INVENTORY_NOT_FOUND, codes.PROVIDER_NOT_IN_BODY,
              codes.GROUP_POLICY_VIOLATION}
 
-Claim = collections.namedtuple(
-    'Claim', ['request', 'wanted', 'strategy', 'exclude_roots'])
-
-
-# -- parsing ---------------------------------------------------------------
-
-def _parse_own(raw, index):
-    """(wanted, strategy, exclude_roots) of one item."""
-    where = 'items[%d]' % index
-    validation.mapping(raw, where)
-    validation.only_keys(raw, where, ITEM_FIELDS)
-    wanted = lookup.parse(validation.required(raw, where, 'request'), where)
-    strategy = raw.get('strategy', choosing.SPREAD)
-    if strategy not in choosing.STRATEGIES:
-        raise validation.invalid('%s.strategy must be one of %s, not %r'
-                                 % (where, ', '.join(choosing.STRATEGIES),
-                                    strategy))
-    exclude = raw.get('exclude_roots', [])
-    validation.uuid_list(exclude, where + '.exclude_roots',
-                         CONF.worker.max_batch_items)
-    exclude = frozenset(
-        validation.uuid(u, '%s.exclude_roots[%d]' % (where, i))
-        for i, u in enumerate(exclude))
-    return wanted, strategy, exclude
-
-
-def _as_allocate_item(raw):
-    """The item as allocate sees it: its own fields, nothing allocated."""
-    if not isinstance(raw, dict):
-        return raw
-    item = {k: v for k, v in raw.items() if k not in OWN_FIELDS}
-    item['allocations'] = {}
-    return item
-
-
-def parsed(context, items):
-    """[Claim | Fault] in input order: allocate's parsing, duplicate and
-    authorization rules for the fields a claim shares with it, and the
-    ``claim`` policy on the item's project."""
-    validation.batch(items, 'items', CONF.worker.max_batch_items)
-    own = item_results.each(items, _parse_own, 'items')
-    shared = writes.prepared(context, [_as_allocate_item(i) for i in items])
-    result = []
-    for raw, mine, request in zip(items, own, shared):
-        if isinstance(mine, codes.Fault) or isinstance(request, codes.Fault):
-            result.append(mine if isinstance(mine, codes.Fault)
-                          else request)
-        elif not policy.allowed(context, 'claim', request.project_id):
-            result.append(policy.denied(
-                context, 'claim', 'consumer %s of project %s'
-                % (request.consumer_uuid, request.project_id)))
-        else:
-            if request.idempotency_key:
-                # A repeat is the same claim only with the same request.
-                request = request._replace(digest=writes.item_digest(raw))
-            result.append(Claim(request, *mine))
-    return result
+LOG = logging.getLogger(__name__)
+Claim = claim_items.Claim
 
 
 # -- claim -----------------------------------------------------------------
 
 def claim(context, items, atomic=False):
-    claims = parsed(context, items)
+    claims = claim_items.parsed(context, items)
     validation.boolean(atomic, 'atomic')
-    changes = []
     if atomic:
+        changes = []
         refusal = writes.refused([_request_of(c) for c in claims])
         results = refusal or _guarded(context, claims, changes,
                                       reuse.Searches())
     else:
-        results, searches = {}, reuse.Searches()
-        for c in claims:
-            results.update(_guarded(context, [c], changes, searches)
-                           if isinstance(c, Claim) else {})
-        results = [results.get(i, c) for i, c in enumerate(claims)]
+        results, changes = _independent(context, claims)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return writes.answers(items, results)
 
@@ -151,17 +96,99 @@ def _transaction(context, claims, searches):
     with db.writer() as conn:
         existing = db_allocations.lock_consumers(
             conn, [c.request.consumer_uuid for c in claims])
-        results, changes, faults = {}, [], {}
-        for c in claims:
-            placed = _place(conn, context, c, existing, searches)
-            if isinstance(placed, codes.Fault):
-                faults[c.request.index] = placed
-            else:
-                results[c.request.index] = placed[0]
-                changes.extend(placed[1])
+        results, changes, faults = _place_all(conn, context, claims,
+                                              existing, searches)
         if faults:
             raise writes.BatchFailed(faults)
         return results, changes
+
+
+def _place_all(conn, context, claims, existing, searches):
+    """({index: answer}, payloads, {index: Fault}) of ``claims`` placed
+    one after the other in ``conn``'s transaction; a refused claim wrote
+    nothing (its tries were rolled back to their savepoints)."""
+    results, changes, faults = {}, [], {}
+    for c in claims:
+        placed = _place(conn, context, c, existing, searches)
+        if isinstance(placed, codes.Fault):
+            faults[c.request.index] = placed
+        else:
+            results[c.request.index] = placed[0]
+            changes.extend(placed[1])
+    return results, changes, faults
+
+
+# -- concurrent calls in one transaction -------------------------------------
+
+class _Call(object):
+    """The valid claims of one independent call, waiting for a shared
+    transaction."""
+    __slots__ = ('context', 'claims')
+
+    def __init__(self, context, claims):
+        self.context, self.claims = context, claims
+
+    def keys(self):
+        """What two calls in one transaction must not share."""
+        keys = {c.request.consumer_uuid for c in self.claims}
+        keys.update(('key', c.request.idempotency_key) for c in self.claims
+                    if c.request.idempotency_key)
+        return keys
+
+
+def _independent(context, claims):
+    """([answer | Fault] in input order, payloads) of a call that is not
+    atomic: its claims share a transaction with those of concurrent
+    calls of this process (``group_commit``) and one search where they
+    ask the same (``reuse``); a call alone gives each claim a
+    transaction of its own."""
+    valid = [c for c in claims if isinstance(c, Claim)]
+    results, changes = {}, []
+    if valid:
+        call = _Call(context, valid)
+        results, changes = _shared.submit(call, len(valid), call.keys())
+    return [results.get(i, c) for i, c in enumerate(claims)], changes
+
+
+def _claim_calls(calls):
+    """[(results, payloads)] per call. If the shared transaction fails
+    for any reason but a claim's own fault, each call runs again alone,
+    so a failure shared by chance never reaches a call that would not
+    have met it."""
+    if len(calls) == 1:
+        return [_claim_alone(calls[0])]
+    try:
+        return retry.write(_together, calls)
+    except Exception as exc:
+        LOG.warning('a claim transaction shared by %d calls failed (%s: '
+                    '%s); each call runs again on its own', len(calls),
+                    type(exc).__name__, exc)
+        return [_claim_alone(call) for call in calls]
+
+
+def _claim_alone(call):
+    """One call's claims, each in a transaction of its own."""
+    results, changes, searches = {}, [], reuse.Searches()
+    for c in call.claims:
+        results.update(_guarded(call.context, [c], changes, searches))
+    return results, changes
+
+
+def _together(calls):
+    """The calls' claims in one transaction, judged call by call in
+    arrival order, each claim under its own call's context; a refused
+    claim is its call's answer and never aborts the others."""
+    with db.writer() as conn:
+        existing = db_allocations.lock_consumers(
+            conn, [c.request.consumer_uuid
+                   for call in calls for c in call.claims])
+        searches, answered = reuse.Searches(), []
+        for call in calls:
+            results, changes, faults = _place_all(
+                conn, call.context, call.claims, existing, searches)
+            results.update(faults)
+            answered.append((results, changes))
+        return answered
 
 
 def _place(conn, context, claim, existing, searches):
@@ -174,9 +201,11 @@ def _place(conn, context, claim, existing, searches):
     new = _is_new(claim, existing)
     kept = searches.window(claim) if new else None
     if kept is not None:
+        # Never waiting for a lock here: a fresh search is cheaper than
+        # a wait for another transaction's whole batch.
         outcome, _refused, _blocked = _place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-            existing)
+            existing, passes=1)
         if isinstance(outcome, codes.Fault):
             return outcome
         if outcome is not None:
@@ -205,7 +234,8 @@ def _place(conn, context, claim, existing, searches):
         faults.extend(refused)
         blocking = blocking or blocked
     if blocking is not None and not faults:
-        return _ruled_out(request, blocking, found - excluded)
+        return claim_groups.ruled_out(request, blocking,
+                                      found - excluded)
     if faults and all(f.code == codes.GROUP_POLICY_VIOLATION
                       for f in faults):
         return faults[-1]
@@ -216,24 +246,25 @@ def _place(conn, context, claim, existing, searches):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids, existing):
+def _place_in(conn, context, claim, candidates, ids, existing, passes=2):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any). ``existing``: the call's consumers locked."""
+    a candidate, if any). ``existing``: the call's consumers locked;
+    ``passes=1`` skips the second pass, which waits for locks."""
     request = claim.request
     db_providers.remember(conn, ids)
     # A consumer's own tree was weighed with its allocations released,
     # emptier than it is: a resize would never stay.
     fresh_only = (claim.strategy == choosing.SPREAD and
                   request.consumer_uuid not in existing)
-    keeping, bending, blocking = _keeping_policies(conn, request,
-                                                   candidates, ids)
+    keeping, bending, blocking = claim_groups.keeping_policies(
+        conn, request, candidates, ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
     ordered = [c for part in (keeping, bending) for c in choosing.ordered(
         part, claim.strategy, request.consumer_uuid)]
     faults, waiting = [], []
-    for wait, tries in ((False, ordered), (True, waiting)):
+    for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
                            existing, wait=wait, fresh_only=fresh_only)
@@ -312,57 +343,6 @@ def _windows(conn, context, claim, release):
             return
 
 
-def _keeping_policies(conn, request, candidates, ids):
-    """(the candidates whose roots keep every policy of the consumer's
-    groups, those that bend only soft ones, the hard group that ruled out
-    the first candidate dropped)."""
-    groups = _groups(conn, request)
-    if not groups:
-        return candidates, [], None
-    hard = [g for g in groups if g.policy in affinity.HARD]
-    soft = [g for g in groups if g.policy not in affinity.HARD]
-    root_of = db_providers.roots_of(conn, set(ids.values()))
-    kept, bending, blocking = [], [], None
-    for candidate in candidates:
-        roots = {root_of[ids[u]] for u in candidate['allocations']
-                 if u in ids}
-        broken = choosing.broken_group(hard, request.consumer_uuid, roots)
-        if broken is None:
-            bends = choosing.broken_group(soft, request.consumer_uuid,
-                                          roots)
-            (kept if bends is None else bending).append(candidate)
-        elif blocking is None:
-            blocking = broken
-    return kept, bending, blocking
-
-
-def _groups(conn, request):
-    """The consumer's groups and the one it joins, locked, with their
-    members' roots."""
-    ids = set(db_groups.group_ids_of(conn, [request.consumer_uuid]).get(
-        request.consumer_uuid, ()))
-    if request.group_uuid:
-        ids.update(db_groups.ids_by_uuid(conn, [request.group_uuid])
-                   .values())
-    if not ids:
-        return []
-    locked = db_groups.lock(conn, ids)
-    members = db_groups.member_roots(conn, ids)
-    return [choosing.PolicyGroup(g.uuid, g.policy, g.max_per_root,
-                                 members[gid])
-            for gid, g in sorted(locked.items())]
-
-
-def _ruled_out(request, group, fitting):
-    return codes.Fault(
-        codes.GROUP_POLICY_VIOLATION,
-        'items[%d]: %d candidate(s) fit, but the %s policy of group %s%s '
-        'rules out every one of them'
-        % (request.index, fitting, group.policy, group.uuid,
-           ' (max_per_root %d)' % group.max_per_root
-           if group.max_per_root else ''))
-
-
 def _try(conn, context, request, candidate, ids, existing, wait,
          fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
@@ -402,3 +382,8 @@ def _placed(conn, request, candidate, answer, changes):
         # A repeat of the key answers where this claim placed.
         db_idempotency.amend(conn, request.idempotency_key, answer)
     return answer, changes
+
+
+# Independent calls of this process share transactions (group commit).
+_shared = group_commit.Combiner(
+    _claim_calls, lambda: CONF.scheduling.shared_claim_items)

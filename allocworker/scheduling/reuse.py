@@ -1,15 +1,18 @@
-"""One search for the items of one ``claim`` call that ask the same thing
-(Nova's ``--min-count``/``--max-count``: N new instances of one flavor).
+"""One search for the claims of one transaction that ask the same thing
+(Nova's ``--min-count``/``--max-count``: N new instances of one flavor,
+in one call or in concurrent calls sharing a transaction).
 
-The first such item searches as any claim does; the window its
-candidates came from is kept, and the next item with the same request
-and strategy tries those candidates first (see ``Searches.placed`` for how
-the items before it change them). Only
-new consumers with nothing to release share: a resize searches with its
-own allocations released, which no other item shares. Every try is still
-judged under the locks by ``allocate``'s rules; when nothing kept fits,
-the item searches afresh, so sharing never makes a claim fail while a
-candidate fits.
+The first such claim searches as any claim does; the window its
+candidates came from is kept, and the next claim with the same request
+and strategy tries those candidates first (see ``Searches.placed`` for
+how the claims before it change them), without waiting for a lock: a
+fresh search costs less than waiting for another transaction. Under
+``spread`` only the window's roomiest candidates are kept. Only new
+consumers with nothing to release share: a resize searches with its
+own allocations released, which no other claim shares. Every try is
+still judged under the locks by ``allocate``'s rules; when nothing kept
+fits, the claim searches afresh, so sharing never makes a claim fail
+while a candidate fits.
 """
 
 import collections
@@ -35,7 +38,15 @@ class Searches(object):
     def keep(self, claim, window, answer):
         """Keep ``window`` for the items after ``claim``, whose ``answer``
         placed it from there."""
-        self._kept[self._key(claim)] = (list(window[0]), window[1])
+        candidates = window[0]
+        if claim.strategy == choosing.SPREAD:
+            # A root of the window already less roomy than its best may
+            # be less roomy than roots outside it too (a host with one
+            # NUMA node used still has a node as free as any, so it is
+            # read with the window): the next item searches afresh
+            # before it would go there.
+            candidates = choosing.roomiest(candidates)
+        self._kept[self._key(claim)] = (list(candidates), window[1])
         self.placed(claim, answer)
 
     def placed(self, claim, answer):

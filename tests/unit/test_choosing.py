@@ -77,3 +77,14 @@ def test_hosts_within_a_step_of_each_other_count_as_equal():
     assert len(firsts) == 5
     found.append(candidate('empty', 10, total=1000))
     assert roots(choosing.ordered(found, 'pack', 'x'))[0] == 'empty'
+
+
+def test_roomiest_keeps_what_spread_counts_as_equal_to_the_best():
+    found = [candidate('a', 8), candidate('b', 6), candidate('c', 8)]
+    assert roots(choosing.roomiest(found)) == ['a', 'c']
+    # Within a step of the best is as good as the best.
+    close = [candidate('x', 1000, total=1000),
+             candidate('y', 999, total=1000),
+             candidate('z', 900, total=1000)]
+    assert roots(choosing.roomiest(close)) == ['x', 'y']
+    assert choosing.roomiest([]) == []
