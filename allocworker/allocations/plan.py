@@ -31,10 +31,11 @@ from allocworker.db import resource_classes as db_classes
 # Where a request of a shared transaction came from: its call's context,
 # the type its call gives new consumers, its index in its call.
 Origin = collections.namedtuple('Origin', ['context', 'new_type', 'index'])
-# What the caller locked in this transaction before the plan: every
-# requested consumer that exists {uuid: Consumer} (a uuid absent does not
-# exist), and providers {id: Locked} (a claim's candidate).
-Prelocked = collections.namedtuple('Prelocked', ['consumers', 'providers'])
+# What the caller locked or read in this transaction before the plan:
+# the requested consumers that exist {uuid: Consumer}, providers {id:
+# Locked} (a claim's candidate), memberships {uuid: {group id}} or None.
+Prelocked = collections.namedtuple(
+    'Prelocked', ['consumers', 'providers', 'group_ids'], defaults=(None,))
 
 
 class BatchFailed(Exception):
@@ -62,10 +63,8 @@ class Plan(object):
         self.requests = requests
         self.atomic = atomic
         self.origins = origins or {}
-        self.faults = {}
-        self.replayed = {}
-        self.new_rows = {}
-        self.changes = {}
+        self.faults, self.replayed, self.new_rows, self.changes = \
+            {}, {}, {}, {}
 
     def _origin(self, request):
         return self.origins.get(request.index) or Origin(
@@ -123,7 +122,8 @@ class Plan(object):
                     'item' % (self._at(r), r.idempotency_key))
 
     def _lock_groups(self):
-        self.groups = groups.Judgement(self.conn, self.requests)
+        self.groups = groups.Judgement(self.conn, self.requests,
+                                       self.prelocked.group_ids)
         for index, fault in self.groups.faults.items():
             self.faults.setdefault(index, fault)
 

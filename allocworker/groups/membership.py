@@ -235,7 +235,9 @@ class Judgement(object):
     verdict on each request. Build it after the consumers are locked and
     before the providers are."""
 
-    def __init__(self, conn, requests):
+    def __init__(self, conn, requests, group_ids=None):
+        """``group_ids``: {consumer uuid: {group id}} of the requests'
+        consumers, read already in this transaction (None: read here)."""
         self.conn = conn
         joins = {r.consumer_uuid: r.group_uuid for r in requests
                  if r.group_uuid}
@@ -245,8 +247,8 @@ class Judgement(object):
             if r.group_uuid and r.group_uuid not in join_ids:
                 self.faults[r.index] = _not_found(r.group_uuid,
                                                   codes.GROUP_NOT_IN_BODY)
-        membership = db_groups.group_ids_of(conn, [r.consumer_uuid
-                                                   for r in requests])
+        membership = group_ids if group_ids is not None else \
+            db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
         # All touched groups locked in one pass, in id order.

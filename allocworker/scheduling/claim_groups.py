@@ -11,11 +11,13 @@ from allocworker.groups import affinity
 from allocworker.scheduling import choosing
 
 
-def keeping_policies(conn, request, candidates, ids):
+def keeping_policies(conn, request, candidates, ids, group_ids):
     """(the candidates whose roots keep every policy of the consumer's
     groups, those that bend only soft ones, the hard group that ruled out
-    the first candidate dropped). ``ids``: {provider uuid: id}."""
-    groups = _groups(conn, request)
+    the first candidate dropped). ``ids``: {provider uuid: id};
+    ``group_ids``: {consumer uuid: {group id}} the consumer's
+    memberships, read in this transaction."""
+    groups = _groups(conn, request, group_ids)
     if not groups:
         return candidates, [], None
     hard = [g for g in groups if g.policy in affinity.HARD]
@@ -35,11 +37,10 @@ def keeping_policies(conn, request, candidates, ids):
     return kept, bending, blocking
 
 
-def _groups(conn, request):
+def _groups(conn, request, group_ids):
     """The consumer's groups and the one it joins, locked, with their
     members' roots."""
-    ids = set(db_groups.group_ids_of(conn, [request.consumer_uuid]).get(
-        request.consumer_uuid, ()))
+    ids = set(group_ids.get(request.consumer_uuid, ()))
     if request.group_uuid:
         ids.update(db_groups.ids_by_uuid(conn, [request.group_uuid])
                    .values())

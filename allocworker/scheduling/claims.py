@@ -46,6 +46,7 @@ from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
+from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
 from allocworker.scheduling import choosing
@@ -94,22 +95,31 @@ def _guarded(context, claims, changes, searches):
 
 def _transaction(context, claims, searches):
     with db.writer() as conn:
-        existing = db_allocations.lock_consumers(
-            conn, [c.request.consumer_uuid for c in claims])
+        known = _known(conn, [c.request.consumer_uuid for c in claims])
         results, changes, faults = _place_all(conn, context, claims,
-                                              existing, searches)
+                                              known, searches)
         if faults:
             raise writes.BatchFailed(faults)
         return results, changes
 
 
-def _place_all(conn, context, claims, existing, searches):
+def _known(conn, consumer_uuids):
+    """What every claim of a transaction starts from (``writes.
+    Prelocked``): its consumers locked, and the groups they are members
+    of, read once for all of them (each claim's filter and each try's
+    judgement use it)."""
+    return writes.Prelocked(
+        db_allocations.lock_consumers(conn, consumer_uuids), {},
+        db_groups.group_ids_of(conn, consumer_uuids))
+
+
+def _place_all(conn, context, claims, known, searches):
     """({index: answer}, payloads, {index: Fault}) of ``claims`` placed
     one after the other in ``conn``'s transaction; a refused claim wrote
     nothing (its tries were rolled back to their savepoints)."""
     results, changes, faults = {}, [], {}
     for c in claims:
-        placed = _place(conn, context, c, existing, searches)
+        placed = _place(conn, context, c, known, searches)
         if isinstance(placed, codes.Fault):
             faults[c.request.index] = placed
         else:
@@ -179,39 +189,38 @@ def _together(calls):
     arrival order, each claim under its own call's context; a refused
     claim is its call's answer and never aborts the others."""
     with db.writer() as conn:
-        existing = db_allocations.lock_consumers(
-            conn, [c.request.consumer_uuid
-                   for call in calls for c in call.claims])
+        known = _known(conn, [c.request.consumer_uuid
+                              for call in calls for c in call.claims])
         searches, answered = reuse.Searches(), []
         for call in calls:
             results, changes, faults = _place_all(
-                conn, call.context, call.claims, existing, searches)
+                conn, call.context, call.claims, known, searches)
             results.update(faults)
             answered.append((results, changes))
         return answered
 
 
-def _place(conn, context, claim, existing, searches):
+def _place(conn, context, claim, known, searches):
     """(answer, notification payloads) of the first candidate that fits,
     or the claim's Fault: the candidates of the window an earlier item
     of the call asking the same placed from (``reuse``), then of one
     window of roots at a time, the next only when nothing in this one
     fitted."""
     request = claim.request
-    new = _is_new(claim, existing)
+    new = _is_new(claim, known)
     kept = searches.window(claim) if new else None
     if kept is not None:
         # Never waiting for a lock here: a fresh search is cheaper than
         # a wait for another transaction's whole batch.
         outcome, _refused, _blocked = _place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-            existing, passes=1)
+            known, passes=1)
         if isinstance(outcome, codes.Fault):
             return outcome
         if outcome is not None:
             searches.placed(claim, outcome[0])
             return outcome
-    answered, windows = _search(conn, context, claim, existing)
+    answered, windows = _search(conn, context, claim, known)
     if isinstance(answered, codes.Fault):
         return answered
     if answered is not None:
@@ -226,7 +235,7 @@ def _place(conn, context, claim, existing, searches):
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
         outcome, refused, blocked = _place_in(conn, context, claim, kept,
-                                              ids, existing)
+                                              ids, known)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
                 searches.keep(claim, window, outcome[0])
@@ -246,20 +255,20 @@ def _place(conn, context, claim, existing, searches):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids, existing, passes=2):
+def _place_in(conn, context, claim, candidates, ids, known, passes=2):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any). ``existing``: the call's consumers locked;
+    a candidate, if any). ``known``: see ``_known``;
     ``passes=1`` skips the second pass, which waits for locks."""
     request = claim.request
     db_providers.remember(conn, ids)
     # A consumer's own tree was weighed with its allocations released,
     # emptier than it is: a resize would never stay.
     fresh_only = (claim.strategy == choosing.SPREAD and
-                  request.consumer_uuid not in existing)
+                  request.consumer_uuid not in known.consumers)
     keeping, bending, blocking = claim_groups.keeping_policies(
-        conn, request, candidates, ids)
+        conn, request, candidates, ids, known.group_ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
     ordered = [c for part in (keeping, bending) for c in choosing.ordered(
         part, claim.strategy, request.consumer_uuid)]
@@ -267,7 +276,7 @@ def _place_in(conn, context, claim, candidates, ids, existing, passes=2):
     for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
-                           existing, wait=wait, fresh_only=fresh_only)
+                           known, wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
             elif not isinstance(outcome, codes.Fault):
@@ -279,15 +288,15 @@ def _place_in(conn, context, claim, candidates, ids, existing, passes=2):
     return None, faults, blocking
 
 
-def _search(conn, context, claim, existing):
+def _search(conn, context, claim, known):
     """(Fault, None) when allocate's rules refuse the consumer, (answer,
     None) for a repeat of an answered idempotency key, else (None, the
     windows of candidates), each window searched as if the consumer's
     allocations were released."""
-    if _is_new(claim, existing):
+    if _is_new(claim, known):
         return None, _windows(conn, context, claim, None)
     savepoint = conn.begin_nested()
-    held = writes.Prelocked(existing, {})
+    held = known._replace(providers={})
     try:
         released, _changes = writes.write_in(conn, context, [claim.request],
                                              NEW_TYPE, held)
@@ -302,11 +311,11 @@ def _search(conn, context, claim, existing):
     return None, _windows(conn, context, claim, held)
 
 
-def _is_new(claim, existing):
+def _is_new(claim, known):
     """A new consumer, as its item says, with nothing to release or
     replay and no group to find: nothing for a release to judge."""
     request = claim.request
-    return request.consumer_uuid not in existing and not any((
+    return request.consumer_uuid not in known.consumers and not any((
         request.generation is not None, request.idempotency_key,
         request.group_uuid))
 
@@ -343,7 +352,7 @@ def _windows(conn, context, claim, release):
             return
 
 
-def _try(conn, context, request, candidate, ids, existing, wait,
+def _try(conn, context, request, candidate, ids, known, wait,
          fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
     that refused it (rolled back), or None when ``wait`` is False and
@@ -367,7 +376,7 @@ def _try(conn, context, request, candidate, ids, existing, wait,
         results, changes = writes.write_in(
             conn, context,
             [request._replace(allocations=candidate['allocations'])],
-            NEW_TYPE, prelocked=writes.Prelocked(existing, held))
+            NEW_TYPE, prelocked=known._replace(providers=held))
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[request.index]

@@ -133,3 +133,28 @@ def test_a_storm_of_claim_calls_answers_each_as_if_alone(rpc, scratch):
     audit = services.manage('%s/worker.conf' % scratch, 'audit',
                             check=False)
     assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def test_members_added_before_their_claims_keep_their_policy(rpc):
+    """Consumers added to an anti-affinity group before they exist,
+    then claimed at once without naming the group: the claims that share
+    a transaction judge each other's placements, so each lands on a root
+    of its own, and one member more finds none."""
+    name = 'CUSTOM_MEMBERS_%s' % uuid.uuid4().hex[:12].upper()
+    assert one(rpc.create_resource_class(name=name))['status'] == 200
+    roots = [provider(rpc, {name: {'total': 2}})[0] for _ in range(12)]
+    group = str(uuid.uuid4())
+    assert one(rpc.create_group(uuid=group, name='g-' + group,
+                                policy='anti-affinity', max_per_root=1)
+               )['status'] == 200
+    members = [str(uuid.uuid4()) for _ in range(13)]
+    added = rpc.add_members(group_uuid=group, consumer_uuids=members)
+    assert [i['status'] for i in added['items']] == [200] * 13, added
+    fits = {'groups': [{'resources': {name: 1}}]}
+    answers = _storm(rpc, [(caller(ADMIN, 'p-ops'), [_claim(m, fits)])
+                           for m in members[:12]])
+    placed = [a['items'][0] for a in answers]
+    assert [p['status'] for p in placed] == [200] * 12, placed
+    assert sorted(p['root_uuid'] for p in placed) == sorted(roots)
+    late = one(rpc.claim(items=[_claim(members[12], fits)]))
+    assert (late['status'], late['code']) == (409, 'group.policy_violation')
