@@ -199,11 +199,16 @@ class _Call(object):
             context, requests, new_type
 
     def keys(self):
-        """What two calls in one transaction must not share."""
-        keys = {r.consumer_uuid for r in self.requests}
-        keys.update(('key', r.idempotency_key) for r in self.requests
-                    if r.idempotency_key)
-        return keys
+        return call_keys(self.requests)
+
+
+def call_keys(requests):
+    """What two calls in one shared transaction must not share: their
+    consumers and idempotency keys."""
+    keys = {r.consumer_uuid for r in requests}
+    keys.update(('key', r.idempotency_key) for r in requests
+                if r.idempotency_key)
+    return keys
 
 
 def _allocate_independent(context, parsed, new_type):

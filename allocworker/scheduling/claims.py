@@ -139,11 +139,7 @@ class _Call(object):
         self.context, self.claims = context, claims
 
     def keys(self):
-        """What two calls in one transaction must not share."""
-        keys = {c.request.consumer_uuid for c in self.claims}
-        keys.update(('key', c.request.idempotency_key) for c in self.claims
-                    if c.request.idempotency_key)
-        return keys
+        return writes.call_keys([c.request for c in self.claims])
 
 
 def _independent(context, claims):
