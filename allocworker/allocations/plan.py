@@ -4,20 +4,21 @@ The plan locks the consumer rows, then the groups, then the provider rows
 (each in a global order), reads inventories and usages only after the
 locks are held, and judges the capacity, unit and group rules on the
 state it would commit, then project limits (their locks last, taken by
-the first item that reaches them). It writes with set-based statements:
-consumers created, updated (compare-and-swap on the generation, which
-counts up by one) or deleted with their generation retired, allocation
-rows replaced, usage counters moved (per provider, and per project
-whatever the limits driver), held events released, and the generation
-of every provider it places allocations on moved by one.
+the first item that reaches them). It writes (``plan_writes``) with
+set-based statements: consumers created, updated (compare-and-swap on
+the generation, which counts up by one) or deleted with their
+generation retired, allocation rows replaced, usage counters moved (per
+provider, and per project whatever the limits driver), held events
+released, and the generation of every provider it places allocations on
+moved by one.
 """
 
 import collections
 
+from allocworker.allocations import plan_writes
 from allocworker import capacity
 from allocworker import codes
 from allocworker.groups import membership as groups
-from allocworker import metrics
 from allocworker import policy
 from allocworker.quota import judgement as limits
 from allocworker.conf import CONF
@@ -46,7 +47,7 @@ class BatchFailed(Exception):
         self.faults = faults
 
 
-class Plan(object):
+class Plan(plan_writes.Writing):
     """One write transaction's reads, judgement and writes."""
 
     def __init__(self, conn, context, requests, atomic, new_type,
@@ -320,104 +321,10 @@ class Plan(object):
             codes.ALLOCATION_UNIT_VIOLATION, '%s: %d %s' % (where, amount,
                                                             why)))
 
-    def _usage_deltas(self, live, kinds):
-        """How the committed items move the counters: ({(provider_id,
-        class_id): delta}, {(project_id, type, class_id): delta},
-        {(project_id, type): consumers delta}). A consumer's old rows
-        leave its old project and type, its new rows join the item's."""
-        by_name, projects = collections.Counter(), collections.Counter()
-        consumers = collections.Counter()
-        for r in live:
-            consumer = self.consumers.get(r.consumer_uuid)
-            moves = [(1, r.project_id, kinds[r.index], self._new_rows(r))]
-            if consumer:
-                moves.append((-1, consumer.project_id,
-                              consumer.consumer_type, self._old_rows(r)))
-            for sign, project, kind, rows in moves:
-                if sign > 0 and not r.allocations:
-                    continue  # emptied: the consumer goes
-                consumers[(project, kind)] += sign
-                for (pid, name), amount in rows.items():
-                    by_name[(pid, name)] += sign * amount
-                    projects[(project, kind, name)] += sign * amount
-        # Old rows may name a class no locked provider keeps inventory of
-        # any more (a reshape moved it); those ids are looked up.
-        ids = dict(self.state.class_ids)
-        missing = {name for _pid, name in by_name if name not in ids}
-        if missing:
-            ids.update(db_classes.ids_by_name(self.conn, missing))
-        return ({(pid, ids[name]): d for (pid, name), d in by_name.items()},
-                {(p, k, ids[name]): d for (p, k, name), d in projects.items()},
-                consumers)
-
     def commit(self):
-        live = self._live()
-        existing = {r.consumer_uuid: self.consumers[r.consumer_uuid]
-                    for r in live if r.consumer_uuid in self.consumers}
-        emptied, updated, created, kinds = [], [], [], {}
-        for r in live:
-            consumer = existing.get(r.consumer_uuid)
-            if not r.allocations:
-                if consumer:
-                    emptied.append(consumer)
-                kinds[r.index] = consumer and consumer.consumer_type
-                continue
-            if r.consumer_type or not consumer:
-                kinds[r.index] = r.consumer_type or \
-                    self._origin(r).new_type
-            else:
-                kinds[r.index] = consumer.consumer_type
-            if consumer:
-                updated.append((r.consumer_uuid, consumer.id,
-                                consumer.generation, r.project_id,
-                                r.user_id, kinds[r.index]))
-            else:
-                created.append((r.consumer_uuid, r.project_id, r.user_id,
-                                kinds[r.index]))
-        # As in Placement, a provider's generation moves when a write
-        # places allocations on it; releasing allocations frees capacity
-        # and cannot spoil anyone's decision, so it leaves it alone.
-        placed = {pid for r in live for pid, _name in self._new_rows(r)}
-        usage, project_usage, project_consumers = self._usage_deltas(
-            live, kinds)
-        now_held = db_allocations.write_set(self.conn, db_allocations.WriteSet(
-            replaced=[c.id for c in existing.values()], updated=updated,
-            created=created, emptied=emptied,
-            rows=[(r.consumer_uuid, pid, self.class_ids[name], amount)
-                  for r in live
-                  for (pid, name), amount in self._new_rows(r).items()],
-            usage=usage, project_usage=project_usage,
-            project_consumers=project_consumers,
-            bumps={pid: self.locked[pid].generation for pid in placed}))
-        results = dict(self.replayed)
-        metrics.replayed(len(self.replayed))
-        results.update(self.faults)
-        for r in live:
-            generation = (now_held[r.consumer_uuid][1] if r.allocations
-                          else None)
-            results[r.index] = _success(r, generation)
-            self.changes[r.index] = _change(r, generation, kinds[r.index])
-        self.groups.commit(live)
-        for index, warnings in self.warnings.items():
-            results[index]['warnings'] = warnings
-        db_idempotency.remember(self.conn, [
-            (r.idempotency_key, r.digest, results[r.index])
-            for r in live if r.idempotency_key])
-        return results, list(self.changes.values())
-
-
-def _change(request, generation, consumer_type):
-    """The allocation.changed notification payload of one request."""
-    return {'consumer_uuid': request.consumer_uuid,
-            'consumer_generation': generation,
-            'project_id': request.project_id, 'user_id': request.user_id,
-            'consumer_type': consumer_type,
-            'allocations': request.allocations}
-
-
-def _success(request, generation):
-    return {'consumer_uuid': request.consumer_uuid, 'status': 200,
-            'consumer_generation': generation}
+        """Write what was judged: (results, notification payloads)."""
+        return self.finish(db_allocations.write_set(self.conn,
+                                                    self.write_set()))
 
 
 def _show(generation):

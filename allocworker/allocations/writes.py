@@ -153,10 +153,17 @@ def write_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE,
     transaction: (results, notification payloads), or BatchFailed.
     ``prelocked``: what the caller holds locked already
     (``plan.Prelocked``)."""
+    return judged_in(conn, context, requests, new_type, prelocked).commit()
+
+
+def judged_in(conn, context, requests, new_type=DEFAULT_CONSUMER_TYPE,
+              prelocked=None):
+    """``write_in``'s plan judged and not written yet (its ``commit``
+    writes it, or ``staging`` with others), or BatchFailed."""
     plan = allocation_plan.Plan(conn, context, requests, True, new_type,
                                 prelocked=prelocked)
     plan.check()
-    return plan.commit()
+    return plan
 
 
 def answers(items, results):

@@ -190,6 +190,20 @@ def write_set(conn, writes):
     return held
 
 
+def move_usage(conn, usage):
+    """Move the usage counters {(provider_id, class_id): delta} in one
+    statement, ahead of the rest of a write (a claim's, held back by
+    ``allocations.staging``): what later reads of the transaction judge
+    and weigh by."""
+    usage = {key: d for key, d in usage.items() if d}
+    if not usage:
+        return
+    if prepared.applies(conn.dialect):
+        writes_pg.move_usage(conn, usage)
+    else:
+        providers.add_usage(conn, usage)
+
+
 def _write_each(conn, writes, now, shard):
     """``write_set`` one statement (or executemany) per kind of write."""
     delete_rows(conn, writes.replaced)

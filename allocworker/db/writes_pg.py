@@ -31,6 +31,17 @@ except through RETURNING), and no row may be modified twice. So:
 
 from allocworker.db import prepared
 
+# The usage counters moved by a write (its own statement in
+# ``move_usage``).
+_COUNTED = """
+    INSERT INTO usages (provider_id, resource_class_id, used, free)
+    SELECT c.provider_id, c.class_id, c.delta, -c.delta
+    FROM unnest(%(c_provider)s::int[], %(c_class)s::int[],
+                %(c_delta)s::bigint[]) AS c(provider_id, class_id, delta)
+    ON CONFLICT (provider_id, resource_class_id)
+    DO UPDATE SET used = usages.used + excluded.used,
+                  free = usages.free - excluded.used"""
+
 _WRITE_SET = """
 WITH
 replaced AS (
@@ -81,14 +92,7 @@ retired AS (
     FROM unnest(%(e_uuid)s::text[], %(e_generation)s::bigint[])
          AS e(uuid, generation)
     ON CONFLICT (kind, uuid) DO UPDATE SET generation = excluded.generation),
-counted AS (
-    INSERT INTO usages (provider_id, resource_class_id, used, free)
-    SELECT c.provider_id, c.class_id, c.delta, -c.delta
-    FROM unnest(%(c_provider)s::int[], %(c_class)s::int[],
-                %(c_delta)s::bigint[]) AS c(provider_id, class_id, delta)
-    ON CONFLICT (provider_id, resource_class_id)
-    DO UPDATE SET used = usages.used + excluded.used,
-                  free = usages.free - excluded.used),
+counted AS (""" + _COUNTED + """),
 projected AS (
     INSERT INTO project_usages (project_id, consumer_type,
                                 resource_class_id, used, shard)
@@ -166,6 +170,19 @@ def write_set(conn, writes, now, shard):
         else:
             found[uuid] = (row_id, generation)
     return found, moved[0], moved[1]
+
+
+_USAGE = prepared.Statement('allocworker_usage', _COUNTED)
+
+
+def move_usage(conn, usage):
+    """The ``counted`` part of the write set alone, in one statement:
+    {(provider_id, class_id): delta}."""
+    params = {}
+    _bind(params, [(pid, cid, delta) for (pid, cid), delta
+                   in sorted(usage.items())],
+          ('c_provider', 'c_class', 'c_delta'))
+    _USAGE.execute(conn, params)
 
 
 def _bind(params, rows, names):

@@ -31,13 +31,15 @@ Concurrent calls that are not atomic share one transaction per worker
 process, as allocate's do (``group_commit``): their claims are placed
 one after the other, call by call in arrival order, each under its own
 call's context, and those that ask the same share one search
-(``reuse``). A refused claim wrote nothing and is its own call's answer;
+(``reuse``). In a transaction of several claims, those for new consumers
+are written together at its end (``staging``). A refused claim wrote nothing and is its own call's answer;
 if the shared transaction itself fails, each call runs again alone.
 """
 
 from oslo_log import log as logging
 
 from allocworker.allocations import group_commit
+from allocworker.allocations import staging as claim_staging
 from allocworker.allocations import writes
 from allocworker import codes
 from allocworker import notifications
@@ -96,10 +98,12 @@ def _guarded(context, claims, changes, searches):
 def _transaction(context, claims, searches):
     with db.writer() as conn:
         known = _known(conn, [c.request.consumer_uuid for c in claims])
+        staging = claim_staging.Staging(len(claims))
         results, changes, faults = _place_all(conn, context, claims,
-                                              known, searches)
+                                              known, searches, staging)
         if faults:
             raise writes.BatchFailed(faults)
+        staging.flush(conn)
         return results, changes
 
 
@@ -113,13 +117,20 @@ def _known(conn, consumer_uuids):
         db_groups.group_ids_of(conn, consumer_uuids))
 
 
-def _place_all(conn, context, claims, known, searches):
+def _place_all(conn, context, claims, known, searches, staging):
     """({index: answer}, payloads, {index: Fault}) of ``claims`` placed
     one after the other in ``conn``'s transaction; a refused claim wrote
-    nothing (its tries were rolled back to their savepoints)."""
+    nothing (its tries were rolled back to their savepoints). Claims for
+    new consumers in no group are held back in ``staging`` (answers
+    filled in when it is flushed); any other claim flushes it first."""
     results, changes, faults = {}, [], {}
     for c in claims:
-        placed = _place(conn, context, c, known, searches)
+        held = staging.enabled and _is_new(c, known) and \
+            not (known.group_ids or {}).get(c.request.consumer_uuid)
+        if not held:
+            staging.flush(conn)
+        placed = _place(conn, context, c, known, searches,
+                        staging if held else None)
         if isinstance(placed, codes.Fault):
             faults[c.request.index] = placed
         else:
@@ -188,20 +199,24 @@ def _together(calls):
         known = _known(conn, [c.request.consumer_uuid
                               for call in calls for c in call.claims])
         searches, answered = reuse.Searches(), []
+        staging = claim_staging.Staging(
+            sum(len(call.claims) for call in calls))
         for call in calls:
             results, changes, faults = _place_all(
-                conn, call.context, call.claims, known, searches)
+                conn, call.context, call.claims, known, searches, staging)
             results.update(faults)
             answered.append((results, changes))
+        staging.flush(conn)
         return answered
 
 
-def _place(conn, context, claim, known, searches):
+def _place(conn, context, claim, known, searches, staging):
     """(answer, notification payloads) of the first candidate that fits,
     or the claim's Fault: the candidates of the window an earlier item
     of the call asking the same placed from (``reuse``), then of one
     window of roots at a time, the next only when nothing in this one
-    fitted."""
+    fitted. ``staging``: where the write is held back, or None to write
+    it now."""
     request = claim.request
     new = _is_new(claim, known)
     kept = searches.window(claim) if new else None
@@ -210,7 +225,7 @@ def _place(conn, context, claim, known, searches):
         # a wait for another transaction's whole batch.
         outcome, _refused, _blocked = _place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-            known, passes=1)
+            known, staging, passes=1)
         if isinstance(outcome, codes.Fault):
             return outcome
         if outcome is not None:
@@ -231,7 +246,7 @@ def _place(conn, context, claim, known, searches):
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
         outcome, refused, blocked = _place_in(conn, context, claim, kept,
-                                              ids, known)
+                                              ids, known, staging)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
                 searches.keep(claim, window, outcome[0])
@@ -251,7 +266,8 @@ def _place(conn, context, claim, known, searches):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids, known, passes=2):
+def _place_in(conn, context, claim, candidates, ids, known, staging,
+              passes=2):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
@@ -272,7 +288,7 @@ def _place_in(conn, context, claim, candidates, ids, known, passes=2):
     for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
-                           known, wait=wait, fresh_only=fresh_only)
+                           known, staging, wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
             elif not isinstance(outcome, codes.Fault):
@@ -348,7 +364,7 @@ def _windows(conn, context, claim, release):
             return
 
 
-def _try(conn, context, request, candidate, ids, known, wait,
+def _try(conn, context, request, candidate, ids, known, staging, wait,
          fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
     that refused it (rolled back), or None when ``wait`` is False and
@@ -356,7 +372,8 @@ def _try(conn, context, request, candidate, ids, known, wait,
     placed in its tree since the claim weighed it (a concurrent claim
     that weighed the same window got there first: a ``spread`` claim
     that went on would double up on that host while others it weighed
-    stay empty)."""
+    stay empty). The write is held back in ``staging`` unless it is
+    None."""
     savepoint = conn.begin_nested()
     providers = {ids[u] for u in candidate['allocations'] if u in ids}
     held = {}
@@ -369,19 +386,26 @@ def _try(conn, context, request, candidate, ids, known, wait,
             return None
         held = taken[0]
     try:
-        results, changes = writes.write_in(
+        plan = writes.judged_in(
             conn, context,
             [request._replace(allocations=candidate['allocations'])],
             NEW_TYPE, prelocked=known._replace(providers=held))
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[request.index]
+    if staging is None:
+        results, changes = plan.commit()
+        outcome = results[request.index], changes
+    else:
+        outcome = staging.hold(conn, plan)
     savepoint.commit()
-    return results[request.index], changes
+    return outcome
 
 
 def _placed(conn, request, candidate, answer, changes):
-    answer = dict(answer, root_uuid=candidate['root_uuid'],
+    # In place: a held-back claim's answer is filled in when it is
+    # written (``staging``).
+    answer.update(root_uuid=candidate['root_uuid'],
                   allocations=candidate['allocations'])
     if request.idempotency_key:
         # A repeat of the key answers where this claim placed.

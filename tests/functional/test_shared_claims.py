@@ -158,3 +158,41 @@ def test_members_added_before_their_claims_keep_their_policy(rpc):
     assert sorted(p['root_uuid'] for p in placed) == sorted(roots)
     late = one(rpc.claim(items=[_claim(members[12], fits)]))
     assert (late['status'], late['code']) == (409, 'group.policy_violation')
+
+
+def test_claims_held_back_fill_hosts_exactly_and_are_written_whole(
+        rpc, scratch):
+    """Claims for new consumers in one transaction are written together
+    at its end (``allocations/staging.py``); each later claim still sees
+    the earlier ones' usage, and a claim that joins a group is placed
+    after them: six claims, one of them joining a group, fill three
+    hosts of two slots exactly, two on each, every one held as answered;
+    a seventh finds nothing."""
+    name = 'CUSTOM_HELD_%s' % uuid.uuid4().hex[:12].upper()
+    assert one(rpc.create_resource_class(name=name))['status'] == 200
+    roots = [provider(rpc, {name: {'total': 2}})[0] for _ in range(3)]
+    group = str(uuid.uuid4())
+    assert one(rpc.create_group(uuid=group, name='g-' + group,
+                                policy='anti-affinity', max_per_root=1)
+               )['status'] == 200
+    fits = {'groups': [{'resources': {name: 1}}]}
+    items = [_claim(str(uuid.uuid4()), fits) for _ in range(2)]
+    items.append(_claim(str(uuid.uuid4()), fits, group_uuid=group))
+    items.extend(_claim(str(uuid.uuid4()), fits) for _ in range(3))
+    answer = rpc.claim(items=items, atomic=True)
+    assert [i['status'] for i in answer['items']] == [200] * 6, answer
+    landed = sorted(i['root_uuid'] for i in answer['items'])
+    assert landed == sorted(roots * 2), answer
+    for result in answer['items']:
+        held = one(rpc.get_allocations(consumer_uuids=[
+            result['consumer_uuid']]))
+        assert held['consumer_generation'] == \
+            result['consumer_generation'] >= 1
+        assert {p: a['resources'] for p, a in held['allocations'].items()
+                } == result['allocations']
+    assert [usage(rpc, root).get(name) for root in roots] == [2, 2, 2]
+    late = one(rpc.claim(items=[_claim(str(uuid.uuid4()), fits)]))
+    assert (late['status'], late['code']) == (409, 'capacity.exceeded')
+    audit = services.manage('%s/worker.conf' % scratch, 'audit',
+                            check=False)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
