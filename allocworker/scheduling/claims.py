@@ -31,9 +31,10 @@ Concurrent calls that are not atomic share one transaction per worker
 process, as allocate's do (``group_commit``): their claims are placed
 one after the other, call by call in arrival order, each under its own
 call's context, and those that ask the same share one search
-(``reuse``). In a transaction of several claims, those for new consumers
-are written together at its end (``staging``). A refused claim wrote nothing and is its own call's answer;
-if the shared transaction itself fails, each call runs again alone.
+(``reuse``). In a transaction of several claims, those for new
+consumers are written together at its end (``staging``). A refused
+claim wrote nothing and is its own call's answer; if the shared
+transaction itself fails, each call runs again alone.
 """
 
 from oslo_log import log as logging
