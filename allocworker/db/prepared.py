@@ -126,27 +126,33 @@ class Core(object):
         self._prepared = None if prepare else False
         self._values = None
 
-    def execute(self, conn, params):
+    def execute(self, conn, params, before=()):
+        """The statement's result; ``before``: plain SQL texts without
+        parameters, run first (in the same round trip when prepared)."""
+        if self._prepared is None and applies(conn.dialect):
+            self._compile(conn)
         if self._prepared is False or not applies(conn.dialect):
+            for text in before:
+                conn.exec_driver_sql(text)
             return conn.execute(self.statement, params)
-        if self._prepared is None:
-            compiled = self.statement.compile(dialect=conn.dialect)
-            text = compiled.string
-            if 'POSTCOMPILE' in text:
-                self._prepared = False
-            else:
-                self._values = {}
-                for bind, name in compiled.bind_names.items():
-                    kind = re.sub(r'\(.*?\)', '',
-                                  bind.type.compile(dialect=conn.dialect))
-                    text = re.sub(r'%%\(%s\)s(?!::)' % name,
-                                  '%%(%s)s::%s' % (name, kind), text)
-                    if bind.effective_value is not None:
-                        self._values[name] = bind.effective_value
-                self._prepared = Statement(self.name, text)
-        if self._prepared is False:
-            return conn.execute(self.statement, params)
-        return self._prepared.execute(conn, dict(self._values, **params))
+        return in_one_round_trip(conn, list(before) + [self._prepared],
+                                 dict(self._values, **params))
+
+    def _compile(self, conn):
+        compiled = self.statement.compile(dialect=conn.dialect)
+        text = compiled.string
+        if 'POSTCOMPILE' in text:
+            self._prepared = False
+        else:
+            self._values = {}
+            for bind, name in compiled.bind_names.items():
+                kind = re.sub(r'\(.*?\)', '',
+                              bind.type.compile(dialect=conn.dialect))
+                text = re.sub(r'%%\(%s\)s(?!::)' % name,
+                              '%%(%s)s::%s' % (name, kind), text)
+                if bind.effective_value is not None:
+                    self._values[name] = bind.effective_value
+            self._prepared = Statement(self.name, text)
 
 
 def in_list(column, name, type_, dialect):

@@ -1,7 +1,6 @@
 """Queries on providers, their inventories and their usages."""
 
 import collections
-import functools
 import math
 
 from oslo_utils import timeutils
@@ -13,8 +12,6 @@ from sqlalchemy.dialects import sqlite as sqlite_dml
 from allocworker import capacity
 from allocworker.db import api
 from allocworker.db import generations
-from allocworker.db import prepared
-from allocworker.db import rooms
 from allocworker.db import schema
 
 _p = schema.providers
@@ -68,42 +65,6 @@ def lock(conn, provider_ids):
         return {}
     rows = conn.execute(_LOCK, {'ids': sorted(provider_ids)})
     return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
-
-
-def lock_unless_taken(conn, provider_ids, tree_of=None):
-    """Lock providers in id order, skipping rows another transaction holds
-    locked (SKIP LOCKED): None unless every one of them is now locked by
-    this transaction, else ({id: Locked}, as ``lock`` answers, and the
-    units used in the tree of the root id ``tree_of`` when given, read in
-    the same statement, ``rooms.tree_used``). SQLite has one writer at a
-    time: nothing is ever taken there."""
-    if not provider_ids:
-        return {}, None
-    bound = {'ids': sorted(provider_ids)}
-    if tree_of is not None:
-        bound['root'] = tree_of
-    rows = _lock_unless_taken_query(
-        tree_of is not None, conn.dialect.name).execute(conn, bound).all()
-    if len(rows) != len(set(provider_ids)):
-        return None
-    locked = {row[0]: Locked(*row[1:4]) for row in rows}
-    return locked, (int(rows[0][4]) if tree_of is not None else None)
-
-
-@functools.lru_cache(maxsize=8)
-def _lock_unless_taken_query(with_tree, dialect):
-    """Prepared on PostgreSQL: planning it cost 0.45-0.65 ms of the
-    server's CPU per try, running it 0.06-0.11."""
-    columns = [_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid]
-    if with_tree:
-        columns.append(rooms.tree_used(
-            sa.bindparam('root', type_=sa.Integer)))
-    query = (sa.select(*columns)
-             .where(prepared.in_list(_p.c.id, 'ids', sa.Integer, dialect))
-             .order_by(_p.c.id))
-    if dialect != 'sqlite':
-        query = query.with_for_update(skip_locked=True)
-    return prepared.Core(query)
 
 
 def roots_of(conn, provider_ids):

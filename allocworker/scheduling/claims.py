@@ -52,6 +52,7 @@ from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import providers as db_providers
+from allocworker.db import tries as db_tries
 from allocworker.scheduling import choosing
 from allocworker.scheduling import claim_groups
 from allocworker.scheduling import claim_items
@@ -375,15 +376,18 @@ def _try(conn, context, request, candidate, ids, known, staging, wait,
     that went on would double up on that host while others it weighed
     stay empty). The write is held back in ``staging`` unless it is
     None."""
-    savepoint = conn.begin_nested()
-    providers = {ids[u] for u in candidate['allocations'] if u in ids}
+    attempt = db_tries.Try(conn)
     held = {}
-    if not wait:
+    if wait:
+        attempt.begin()
+    else:
         tree = ids.get(candidate['root_uuid']) if fresh_only else None
-        taken = db_providers.lock_unless_taken(conn, providers, tree)
-        if taken is None or (taken[1] is not None and
-                             taken[1] > candidate['tree_used']):
-            savepoint.rollback()
+        taken = attempt.lock_unless_taken(
+            {ids[u] for u in candidate['allocations'] if u in ids}, tree)
+        if taken is None:
+            return None
+        if taken[1] is not None and taken[1] > candidate['tree_used']:
+            attempt.undo()
             return None
         held = taken[0]
     try:
@@ -392,14 +396,14 @@ def _try(conn, context, request, candidate, ids, known, staging, wait,
             [request._replace(allocations=candidate['allocations'])],
             NEW_TYPE, prelocked=known._replace(providers=held))
     except writes.BatchFailed as failed:
-        savepoint.rollback()
+        attempt.undo()
         return failed.faults[request.index]
     if staging is None:
         results, changes = plan.commit()
         outcome = results[request.index], changes
     else:
         outcome = staging.hold(conn, plan)
-    savepoint.commit()
+    attempt.keep()
     return outcome
 
 
