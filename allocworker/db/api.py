@@ -203,6 +203,18 @@ def writer():
         transaction.commit()
 
 
+def per_transaction(conn, key, make):
+    """``make()``, made once per transaction of ``conn`` for ``key``
+    (kept on the connection with the transaction it was made in)."""
+    transaction = conn.get_transaction()
+    made = conn.info.get('allocworker_per_transaction')
+    if made is None or made[0] is not transaction:
+        made = conn.info['allocworker_per_transaction'] = (transaction, {})
+    if key not in made[1]:
+        made[1][key] = make()
+    return made[1][key]
+
+
 def for_update(query):
     """Lock the selected rows until commit (a no-op where SQLite has none)."""
     return query.with_for_update()

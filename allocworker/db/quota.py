@@ -209,12 +209,8 @@ def shard(conn):
     drawn at its first write. A transaction of several writes (a shared
     claim transaction) that drew for each would hold several rows of a
     project, taken in no order, and deadlock with another such."""
-    transaction = conn.get_transaction()
-    drawn = conn.info.get('allocworker_shard')
-    if drawn is None or drawn[0] is not transaction:
-        drawn = conn.info['allocworker_shard'] = (
-            transaction, random.randrange(SHARDS))
-    return drawn[1]
+    return api.per_transaction(conn, 'shard',
+                               lambda: random.randrange(SHARDS))
 
 
 def add(conn, used, consumers, shard=0):

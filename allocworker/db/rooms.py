@@ -9,6 +9,7 @@ import time
 
 import sqlalchemy as sa
 
+from allocworker.db import api
 from allocworker.db import prepared
 from allocworker.db import schema
 
@@ -64,10 +65,15 @@ def shared_class_ids(conn, sharing_trait, class_ids):
     """Those of ``class_ids`` that a provider carrying ``sharing_trait``
     has inventory of."""
     if sharing_trait is None or not class_ids:
-        return set()
-    rows = _shared_class_query(conn.dialect.name).execute(
-        conn, {'trait': sharing_trait, 'classes': sorted(class_ids)})
-    return {row[0] for row in rows}
+        return frozenset()
+    # Read once per transaction: a shared claim transaction searches
+    # for the same classes again and again.
+    classes = sorted(class_ids)
+    return api.per_transaction(
+        conn, ('shared classes', sharing_trait, tuple(classes)),
+        lambda: frozenset(row[0] for row in _shared_class_query(
+            conn.dialect.name).execute(
+                conn, {'trait': sharing_trait, 'classes': classes})))
 
 
 @functools.lru_cache(maxsize=4)
