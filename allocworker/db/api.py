@@ -207,6 +207,8 @@ def per_transaction(conn, key, make):
     """``make()``, made once per transaction of ``conn`` for ``key``
     (kept on the connection with the transaction it was made in)."""
     transaction = conn.get_transaction()
+    if transaction is None:
+        return make()
     made = conn.info.get('allocworker_per_transaction')
     if made is None or made[0] is not transaction:
         made = conn.info['allocworker_per_transaction'] = (transaction, {})

@@ -1,15 +1,21 @@
 """A claim's try of one candidate: a savepoint, then the candidate's
 providers locked unless another transaction holds them, judged and
-written, or rolled back to the savepoint (which lets the locks go).
+written, or rolled back to the savepoint (on PostgreSQL that lets the
+locks go; InnoDB keeps row locks taken after a savepoint until the
+transaction ends).
 
 On PostgreSQL (through psycopg2) the savepoint is not SQLAlchemy's: its
 SAVEPOINT rides in the round trip of the lock statement, and a try that
 succeeds never releases it (a savepoint left open commits with its
-transaction, as a released one does; a claim transaction holds at most
-``[scheduling] shared_claim_items`` of them, one per claim placed, and
-``ROLLBACK TO`` names the latest). So a try costs the database two round
-trips fewer. Elsewhere a try is a SQLAlchemy savepoint, begun and
-released as usual.
+transaction, as a released one does, and ``ROLLBACK TO`` names the
+latest). So a kept try costs the database two round trips fewer. An
+undone try is rolled back and released in one round trip: a savepoint
+only rolled back stays open as a fresh subtransaction, the next try's
+nests inside it, and its lock would give it a transaction id; released,
+a claim transaction keeps one subtransaction id per claim placed, at
+most ``[scheduling] shared_claim_items`` (PostgreSQL caches 64 per
+session before every snapshot costs more). Elsewhere a try is a
+SQLAlchemy savepoint, begun and released as usual.
 """
 
 import functools
@@ -73,8 +79,9 @@ class Try(object):
     def undo(self):
         """Roll back to the savepoint: nothing the try did stays."""
         if self._own:
-            self.conn.exec_driver_sql('ROLLBACK TO SAVEPOINT %s'
-                                      % _SAVEPOINT)
+            self.conn.exec_driver_sql(
+                'ROLLBACK TO SAVEPOINT %s; RELEASE SAVEPOINT %s'
+                % (_SAVEPOINT, _SAVEPOINT))
         else:
             self._nested.rollback()
 
