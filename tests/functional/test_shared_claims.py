@@ -135,18 +135,26 @@ def test_a_storm_of_claim_calls_answers_each_as_if_alone(rpc, scratch):
     assert audit.returncode == 0, audit.stdout + audit.stderr
 
 
+def _hosts_and_a_group(rpc, tag, hosts):
+    """A new resource class, ``hosts`` roots with two slots of it each,
+    and an anti-affinity group of at most one member per root: (class
+    name, root uuids, group uuid)."""
+    name = 'CUSTOM_%s_%s' % (tag, uuid.uuid4().hex[:12].upper())
+    assert one(rpc.create_resource_class(name=name))['status'] == 200
+    roots = [provider(rpc, {name: {'total': 2}})[0] for _ in range(hosts)]
+    group = str(uuid.uuid4())
+    assert one(rpc.create_group(uuid=group, name='g-' + group,
+                                policy='anti-affinity', max_per_root=1)
+               )['status'] == 200
+    return name, roots, group
+
+
 def test_members_added_before_their_claims_keep_their_policy(rpc):
     """Consumers added to an anti-affinity group before they exist,
     then claimed at once without naming the group: the claims that share
     a transaction judge each other's placements, so each lands on a root
     of its own, and one member more finds none."""
-    name = 'CUSTOM_MEMBERS_%s' % uuid.uuid4().hex[:12].upper()
-    assert one(rpc.create_resource_class(name=name))['status'] == 200
-    roots = [provider(rpc, {name: {'total': 2}})[0] for _ in range(12)]
-    group = str(uuid.uuid4())
-    assert one(rpc.create_group(uuid=group, name='g-' + group,
-                                policy='anti-affinity', max_per_root=1)
-               )['status'] == 200
+    name, roots, group = _hosts_and_a_group(rpc, 'MEMBERS', 12)
     members = [str(uuid.uuid4()) for _ in range(13)]
     added = rpc.add_members(group_uuid=group, consumer_uuids=members)
     assert [i['status'] for i in added['items']] == [200] * 13, added
@@ -168,13 +176,7 @@ def test_claims_held_back_fill_hosts_exactly_and_are_written_whole(
     after them: six claims, one of them joining a group, fill three
     hosts of two slots exactly, two on each, every one held as answered;
     a seventh finds nothing."""
-    name = 'CUSTOM_HELD_%s' % uuid.uuid4().hex[:12].upper()
-    assert one(rpc.create_resource_class(name=name))['status'] == 200
-    roots = [provider(rpc, {name: {'total': 2}})[0] for _ in range(3)]
-    group = str(uuid.uuid4())
-    assert one(rpc.create_group(uuid=group, name='g-' + group,
-                                policy='anti-affinity', max_per_root=1)
-               )['status'] == 200
+    name, roots, group = _hosts_and_a_group(rpc, 'HELD', 3)
     fits = {'groups': [{'resources': {name: 1}}]}
     items = [_claim(str(uuid.uuid4()), fits) for _ in range(2)]
     items.append(_claim(str(uuid.uuid4()), fits, group_uuid=group))
