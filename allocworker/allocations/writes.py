@@ -15,6 +15,7 @@ from oslo_serialization import jsonutils
 
 from allocworker.allocations import group_commit
 from allocworker.allocations import plan as allocation_plan
+from allocworker.allocations import refusals
 from allocworker import codes
 from allocworker import items as item_results
 from allocworker import metrics
@@ -138,7 +139,8 @@ def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
     else:
         results, changes = _allocate_independent(context, parsed, new_type)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
-    return answers(items, results)
+    return refusals.settle([r for r in parsed if isinstance(r, Request)],
+                           answers(items, results))
 
 
 def prepared(context, items):

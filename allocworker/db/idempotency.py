@@ -6,6 +6,9 @@ import datetime
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dml
+from sqlalchemy.dialects import postgresql as postgresql_dml
+from sqlalchemy.dialects import sqlite as sqlite_dml
 
 from allocworker.db import schema
 
@@ -48,6 +51,26 @@ def remember(conn, entries):
             {'key': key, 'request_hash': digest,
              'answer': jsonutils.dumps(answer), 'created_at': now}
             for key, digest, answer in entries])
+
+
+def remember_unless_known(conn, entries):
+    """``remember``, but a key already stored keeps its row: a writer
+    that stored it first (committed, or committing, which this waits
+    for) keeps its answer."""
+    if not entries:
+        return
+    dialect = conn.dialect.name
+    if dialect == 'mysql':
+        insert = mysql_dml.insert(_k)
+        statement = insert.on_duplicate_key_update(key=insert.inserted.key)
+    else:
+        statement = (postgresql_dml.insert if dialect == 'postgresql'
+                     else sqlite_dml.insert)(_k).on_conflict_do_nothing()
+    now = timeutils.utcnow()
+    conn.execute(statement, [
+        {'key': key, 'request_hash': digest,
+         'answer': jsonutils.dumps(answer), 'created_at': now}
+        for key, digest, answer in sorted(entries, key=lambda e: e[0])])
 
 
 def amend(conn, key, answer):

@@ -40,6 +40,7 @@ transaction itself fails, each call runs again alone.
 from oslo_log import log as logging
 
 from allocworker.allocations import group_commit
+from allocworker.allocations import refusals
 from allocworker.allocations import staging as claim_staging
 from allocworker.allocations import writes
 from allocworker import codes
@@ -50,21 +51,11 @@ from allocworker.conf import CONF
 from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
 from allocworker.db import groups as db_groups
-from allocworker.db import idempotency as db_idempotency
-from allocworker.db import providers as db_providers
-from allocworker.db import tries as db_tries
-from allocworker.scheduling import choosing
 from allocworker.scheduling import claim_groups
 from allocworker.scheduling import claim_items
+from allocworker.scheduling import claim_tries
 from allocworker.scheduling import lookup
 from allocworker.scheduling import reuse
-
-NEW_TYPE = writes.DEFAULT_CONSUMER_TYPE
-# A try refused for one of these is about the candidate, not the
-# consumer: the claim moves on to the next candidate.
-PASS_OVER = {codes.CAPACITY_EXCEEDED, codes.ALLOCATION_UNIT_VIOLATION,
-             codes.INVENTORY_NOT_FOUND, codes.PROVIDER_NOT_IN_BODY,
-             codes.GROUP_POLICY_VIOLATION}
 
 LOG = logging.getLogger(__name__)
 Claim = claim_items.Claim
@@ -83,7 +74,9 @@ def claim(context, items, atomic=False):
     else:
         results, changes = _independent(context, claims)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
-    return writes.answers(items, results)
+    return refusals.settle(
+        [c.request for c in claims if isinstance(c, Claim)],
+        writes.answers(items, results))
 
 
 def _request_of(claim_or_fault):
@@ -225,7 +218,7 @@ def _place(conn, context, claim, known, searches, staging):
     if kept is not None:
         # Never waiting for a lock here: a fresh search is cheaper than
         # a wait for another transaction's whole batch.
-        outcome, _refused, _blocked = _place_in(
+        outcome, _refused, _blocked = claim_tries.place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
             known, staging, passes=1)
         if isinstance(outcome, codes.Fault):
@@ -247,8 +240,8 @@ def _place(conn, context, claim, known, searches, staging):
         found += len(candidates)
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked = _place_in(conn, context, claim, kept,
-                                              ids, known, staging)
+        outcome, refused, blocked = claim_tries.place_in(
+            conn, context, claim, kept, ids, known, staging)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
                 searches.keep(claim, window, outcome[0])
@@ -268,40 +261,6 @@ def _place(conn, context, claim, known, searches, staging):
         % (request.index, found, excluded, len(faults)))
 
 
-def _place_in(conn, context, claim, candidates, ids, known, staging,
-              passes=2):
-    """Try one window's candidates (``ids`` {provider uuid: id}): (the
-    answer and payloads, or a Fault that ends the claim, or None; the
-    faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any). ``known``: see ``_known``;
-    ``passes=1`` skips the second pass, which waits for locks."""
-    request = claim.request
-    db_providers.remember(conn, ids)
-    # A consumer's own tree was weighed with its allocations released,
-    # emptier than it is: a resize would never stay.
-    fresh_only = (claim.strategy == choosing.SPREAD and
-                  request.consumer_uuid not in known.consumers)
-    keeping, bending, blocking = claim_groups.keeping_policies(
-        conn, request, candidates, ids, known.group_ids)
-    # A soft policy never refuses, but is kept whenever a candidate can.
-    ordered = [c for part in (keeping, bending) for c in choosing.ordered(
-        part, claim.strategy, request.consumer_uuid)]
-    faults, waiting = [], []
-    for wait, tries in ((False, ordered), (True, waiting))[:passes]:
-        for candidate in tries:
-            outcome = _try(conn, context, request, candidate, ids,
-                           known, staging, wait=wait, fresh_only=fresh_only)
-            if outcome is None:
-                waiting.append(candidate)
-            elif not isinstance(outcome, codes.Fault):
-                return _placed(conn, request, candidate, *outcome), (), None
-            elif outcome.code in PASS_OVER:
-                faults.append(outcome)
-            else:
-                return outcome, (), None
-    return None, faults, blocking
-
-
 def _search(conn, context, claim, known):
     """(Fault, None) when allocate's rules refuse the consumer, (answer,
     None) for a repeat of an answered idempotency key, else (None, the
@@ -313,14 +272,15 @@ def _search(conn, context, claim, known):
     held = known._replace(providers={})
     try:
         released, _changes = writes.write_in(conn, context, [claim.request],
-                                             NEW_TYPE, held)
+                                             claim_tries.NEW_TYPE, held)
     except writes.BatchFailed as failed:
         savepoint.rollback()
         return failed.faults[claim.request.index], None
     savepoint.rollback()
     answer = released[claim.request.index]
-    if 'root_uuid' in answer:
-        # Replayed: claims remember where they placed (see _placed).
+    if 'root_uuid' in answer or answer['status'] != 200:
+        # Replayed: claims remember where they placed (``claim_tries``),
+        # and a refusal stays one (``refusals``).
         return answer, None
     return None, _windows(conn, context, claim, held)
 
@@ -350,8 +310,8 @@ def _windows(conn, context, claim, release):
         savepoint = conn.begin_nested() if release else None
         try:
             if release:
-                writes.write_in(conn, context, [claim.request], NEW_TYPE,
-                                release)
+                writes.write_in(conn, context, [claim.request],
+                                claim_tries.NEW_TYPE, release)
             window = next(source, None)
         except codes.Fault as fault:
             window = codes.Fault(fault.code, 'items[%d].request: %s'
@@ -364,58 +324,6 @@ def _windows(conn, context, claim, release):
         yield window
         if isinstance(window, codes.Fault):
             return
-
-
-def _try(conn, context, request, candidate, ids, known, staging, wait,
-         fresh_only):
-    """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
-    that refused it (rolled back), or None when ``wait`` is False and
-    another transaction holds one of its providers, or, ``fresh_only``,
-    placed in its tree since the claim weighed it (a concurrent claim
-    that weighed the same window got there first: a ``spread`` claim
-    that went on would double up on that host while others it weighed
-    stay empty). The write is held back in ``staging`` unless it is
-    None."""
-    attempt = db_tries.Try(conn)
-    held = {}
-    if wait:
-        attempt.begin()
-    else:
-        tree = ids.get(candidate['root_uuid']) if fresh_only else None
-        taken = attempt.lock_unless_taken(
-            {ids[u] for u in candidate['allocations'] if u in ids}, tree)
-        if taken is None:
-            return None
-        if taken[1] is not None and taken[1] > candidate['tree_used']:
-            attempt.undo()
-            return None
-        held = taken[0]
-    try:
-        plan = writes.judged_in(
-            conn, context,
-            [request._replace(allocations=candidate['allocations'])],
-            NEW_TYPE, prelocked=known._replace(providers=held))
-    except writes.BatchFailed as failed:
-        attempt.undo()
-        return failed.faults[request.index]
-    if staging is None:
-        results, changes = plan.commit()
-        outcome = results[request.index], changes
-    else:
-        outcome = staging.hold(conn, plan)
-    attempt.keep()
-    return outcome
-
-
-def _placed(conn, request, candidate, answer, changes):
-    # In place: a held-back claim's answer is filled in when it is
-    # written (``staging``).
-    answer.update(root_uuid=candidate['root_uuid'],
-                  allocations=candidate['allocations'])
-    if request.idempotency_key:
-        # A repeat of the key answers where this claim placed.
-        db_idempotency.amend(conn, request.idempotency_key, answer)
-    return answer, changes
 
 
 # Independent calls of this process share transactions (group commit).

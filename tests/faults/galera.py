@@ -217,6 +217,10 @@ class KeyedRewrites(Load):
     def __init__(self, rpc, hosts, clients=6, batch=10, rpc_timeout=8):
         super().__init__(rpc, hosts, clients, batch, rpc_timeout)
         self.history = collections.defaultdict(list)   # uuid -> [gen|None]
+        # uuid -> [(status, code, generation sent, generation answered)]:
+        # printed for a uuid found lost, to tell an answer never recorded
+        # from a write the books dropped.
+        self.answers = collections.defaultdict(list)
         self.read_statuses = collections.Counter()
 
     def start(self):
@@ -261,11 +265,15 @@ class KeyedRewrites(Load):
             if answer is None:
                 continue
             with self.lock:
-                for item in answer['items']:
-                    self._record(owned, item)
+                for sent, item in zip(items, answer['items']):
+                    self._record(owned, item, sent)
 
-    def _record(self, owned, item):
+    def _record(self, owned, item, sent):
         consumer = item['consumer_uuid']
+        self.answers[consumer].append(
+            (item['status'], item.get('code'),
+             sent.get('consumer_generation'), item.get('consumer_generation'),
+             sent['idempotency_key'][:8]))
         self.statuses[(item['status'], item.get('code'))] += 1
         if item['status'] == 200:
             generation = item['consumer_generation']
@@ -292,6 +300,13 @@ class KeyedRewrites(Load):
         """Acknowledged states the books do not show: a consumer answered
         with generation G that is not at G, or one answered deleted that
         exists (must be none)."""
+        missing = self._lost()
+        for consumer in missing:
+            print('lost %s: answers (status, code, sent, answered, key) %s'
+                  % (consumer, self.answers[consumer]))
+        return missing
+
+    def _lost(self):
         missing = []
         uuids = list(self.acknowledged)
         for start in range(0, len(uuids), 500):
@@ -306,6 +321,10 @@ class KeyedRewrites(Load):
                 elif item['status'] != 200 or \
                         item['consumer_generation'] != expected:
                     missing.append(item['consumer_uuid'])
+                if item['consumer_uuid'] in missing:
+                    print('lost %s: the books answer %s at generation %s'
+                          % (item['consumer_uuid'], item['status'],
+                             item.get('consumer_generation')))
         return missing
 
 

@@ -293,14 +293,38 @@ def test_same_key_twice_in_one_call_is_invalid(rpc, ids):
         'invalid_request', 'invalid_request']
 
 
-def test_failed_item_is_not_remembered(rpc, ids):
+def test_refused_keyed_item_answers_its_refusal_again_and_writes_nothing(
+        rpc, ids):
+    """A refusal is the key's first answer too: a late copy of the call
+    (queued while its caller timed out and sent it again) must not write
+    what its caller was told was refused, even once there is room."""
     host, _ = provider(rpc, {'VCPU': {'total': 1}})
     blocker = allocate(rpc, ids.blocker, {host: {'VCPU': 1}})
     item = alloc_item(ids.consumer, {host: {'VCPU': 1}},
                       idempotency_key='retry-' + ids.key)
-    assert_fault(one(rpc.allocate(items=[item])), 409, 'capacity.exceeded')
+    refused = one(rpc.allocate(items=[item]))
+    assert_fault(refused, 409, 'capacity.exceeded')
     allocate(rpc, ids.blocker, {}, blocker['consumer_generation'])
-    assert one(rpc.allocate(items=[item]))['status'] == 200
+    assert one(rpc.allocate(items=[item])) == refused
+    assert one(rpc.get_allocations(
+        consumer_uuids=[ids.consumer]))['status'] == 404
+    assert usage(rpc, host) == {'VCPU': 0}
+    renewed = dict(item, idempotency_key='again-' + ids.key)
+    assert one(rpc.allocate(items=[renewed]))['status'] == 200
+
+
+def test_refused_atomic_batch_answers_its_refusal_again(rpc, ids):
+    host, _ = provider(rpc, {'VCPU': {'total': 1}})
+    blocker = allocate(rpc, ids.blocker, {host: {'VCPU': 1}})
+    items = [alloc_item(ids.a, {host: {'VCPU': 1}},
+                        idempotency_key='a-' + ids.key),
+             alloc_item(ids.b, {}, idempotency_key='b-' + ids.key)]
+    first = rpc.allocate(items=items, atomic=True)['items']
+    assert [(i['status'], i['code']) for i in first] == [
+        (409, 'capacity.exceeded'), (424, 'batch.aborted')]
+    allocate(rpc, ids.blocker, {}, blocker['consumer_generation'])
+    assert rpc.allocate(items=items, atomic=True)['items'] == first
+    assert usage(rpc, host) == {'VCPU': 0}
 
 
 def test_audit_catches_a_usage_counter_that_drifted(rpc, ids, database,

@@ -230,6 +230,25 @@ def test_idempotent_repeat_answers_where_the_first_claim_placed(rpc):
     assert_fault(reused, 409, 'idempotency.key_reused')
 
 
+def test_refused_keyed_claim_answers_its_refusal_again(rpc):
+    name = slot_class(rpc)
+    hosts(rpc, name, 1, 1)
+    taken = claim(rpc, str(uuid.uuid4()), wanting(name))
+    consumer, key = str(uuid.uuid4()), str(uuid.uuid4())
+    refused = claim(rpc, consumer, wanting(name), idempotency_key=key)
+    assert_fault(refused, 409, 'capacity.exceeded')
+    freed = rpc.allocate(items=[{
+        'consumer_uuid': taken['consumer_uuid'],
+        'consumer_generation': taken['consumer_generation'],
+        'project_id': 'test-project', 'user_id': 'test-user',
+        'allocations': {}}])
+    assert one(freed)['status'] == 200
+    assert claim(rpc, consumer, wanting(name), idempotency_key=key) == \
+        refused
+    assert one(rpc.get_allocations(consumer_uuids=[consumer]))['status'] \
+        == 404
+
+
 def test_atomic_claims_commit_together_or_not_at_all(rpc):
     name = slot_class(rpc)
     roots = hosts(rpc, name, 2, 1)
