@@ -21,49 +21,58 @@ PASS_OVER = {codes.CAPACITY_EXCEEDED, codes.ALLOCATION_UNIT_VIOLATION,
 
 
 def place_in(conn, context, claim, candidates, ids, known, staging,
-             passes=2):
+             passes=2, fresh=True):
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any). ``known``: see ``claims._known``;
-    ``passes=1`` skips the second pass, which waits for locks."""
+    a candidate, if any; the candidates left untried because their tree
+    was placed in since the claim weighed it). ``known``: see
+    ``claims._known``; ``passes=1`` skips the second pass, which waits
+    for locks; ``fresh`` False tries a tree placed in since too."""
     request = claim.request
     db_providers.remember(conn, ids)
     # A consumer's own tree was weighed with its allocations released,
     # emptier than it is: a resize would never stay.
-    fresh_only = (claim.strategy == choosing.SPREAD and
+    fresh_only = (fresh and claim.strategy == choosing.SPREAD and
                   request.consumer_uuid not in known.consumers)
     keeping, bending, blocking = claim_groups.keeping_policies(
         conn, request, candidates, ids, known.group_ids)
     # A soft policy never refuses, but is kept whenever a candidate can.
     ordered = [c for part in (keeping, bending) for c in choosing.ordered(
         part, claim.strategy, request.consumer_uuid)]
-    faults, waiting = [], []
+    faults, waiting, stale = [], [], []
     for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
                            known, staging, wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
+            elif outcome is _PLACED_IN_SINCE:
+                stale.append(candidate)
             elif not isinstance(outcome, codes.Fault):
-                return _placed(conn, request, candidate, *outcome), (), None
+                return (_placed(conn, request, candidate, *outcome), (),
+                        None, ())
             elif outcome.code in PASS_OVER:
                 faults.append(outcome)
             else:
-                return outcome, (), None
-    return None, faults, blocking
+                return outcome, (), None, ()
+    return None, faults, blocking, stale
+
+
+# What ``_try`` answers for a tree placed in since it was weighed.
+_PLACED_IN_SINCE = object()
 
 
 def _try(conn, context, request, candidate, ids, known, staging, wait,
          fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
-    that refused it (rolled back), or None when ``wait`` is False and
+    that refused it (rolled back), None when ``wait`` is False and
     another transaction holds one of its providers, or, ``fresh_only``,
-    placed in its tree since the claim weighed it (a concurrent claim
-    that weighed the same window got there first: a ``spread`` claim
-    that went on would double up on that host while others it weighed
-    stay empty). The write is held back in ``staging`` unless it is
-    None."""
+    ``_PLACED_IN_SINCE`` when its tree was placed in since the claim
+    weighed it (a concurrent claim that weighed the same window got
+    there first: a ``spread`` claim that went on would double up on
+    that host while others stay empty). The write is held back in
+    ``staging`` unless it is None."""
     attempt = db_tries.Try(conn)
     held = {}
     if wait:
@@ -76,7 +85,7 @@ def _try(conn, context, request, candidate, ids, known, staging, wait,
             return None
         if taken[1] is not None and taken[1] > candidate['tree_used']:
             attempt.undo()
-            return None
+            return _PLACED_IN_SINCE
         held = taken[0]
     try:
         plan = writes.judged_in(

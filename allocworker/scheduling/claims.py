@@ -218,7 +218,7 @@ def _place(conn, context, claim, known, searches, staging):
     if kept is not None:
         # Never waiting for a lock here: a fresh search is cheaper than
         # a wait for another transaction's whole batch.
-        outcome, _refused, _blocked = claim_tries.place_in(
+        outcome, _refused, _blocked, _stale = claim_tries.place_in(
             conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
             known, staging, passes=1)
         if isinstance(outcome, codes.Fault):
@@ -232,7 +232,7 @@ def _place(conn, context, claim, known, searches, staging):
     if answered is not None:
         return answered, []
     found = excluded = 0
-    faults, blocking = [], None
+    faults, blocking, stale = [], None, []
     for window in windows:
         if isinstance(window, codes.Fault):
             return window
@@ -240,7 +240,7 @@ def _place(conn, context, claim, known, searches, staging):
         found += len(candidates)
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked = claim_tries.place_in(
+        outcome, refused, blocked, placed_in = claim_tries.place_in(
             conn, context, claim, kept, ids, known, staging)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
@@ -248,6 +248,18 @@ def _place(conn, context, claim, known, searches, staging):
             return outcome
         faults.extend(refused)
         blocking = blocking or blocked
+        if placed_in:
+            stale.append((placed_in, ids))
+    # Trees placed in since they were weighed go last, after every other
+    # window: a spread claim doubles up on a host only when nothing
+    # emptier fits, and never fails while one of them fits.
+    for placed_in, ids in stale:
+        outcome, refused, _blocked, _stale = claim_tries.place_in(
+            conn, context, claim, placed_in, ids, known, staging,
+            fresh=False)
+        if outcome is not None:
+            return outcome
+        faults.extend(refused)
     if blocking is not None and not faults:
         return claim_groups.ruled_out(request, blocking,
                                       found - excluded)

@@ -42,6 +42,8 @@ def test_a_storm_of_claims_on_hundreds_of_trees(rpc, database, scratch):
     assert [p['status'] for p in placed] == [200] * BOOTS, [
         p for p in placed if p['status'] != 200][:3]
     per_host = collections.Counter(p['root_uuid'] for p in placed)
+    print('\n%d boots on %d hosts, at most %d on one'
+          % (BOOTS, len(per_host), max(per_host.values())))
     # Spread over 300 empty hosts: one boot each, but for a rare pair of
     # claims that weighed the same host and committed at once (a claim
     # passes over a host placed in since it weighed it).
