@@ -94,6 +94,7 @@ class Judgement(object):
         self.counted = counted
         self.failure = failure
         self._usage = None
+        self._before_read = []
 
     @property
     def usage(self):
@@ -102,7 +103,19 @@ class Judgement(object):
         if self._usage is None:
             self._usage = db_quota.locked_usage(
                 self.conn, self.limits, self.counted, rule.SERVERS_TYPE)
+            for deltas in self._before_read:
+                self._count(deltas)
         return self._usage
+
+    def _count(self, deltas):
+        """Move the running usage by an accepted item's ``deltas`` (kept
+        until the usage is read when it is not yet)."""
+        if self._usage is None:
+            self._before_read.append(deltas)
+            return
+        for project_id, delta in deltas.items():
+            if project_id in self._usage:
+                _add(self._usage[project_id], delta)
 
     def _deltas(self, request, consumer, old_rows, new_rows):
         """{project_id: {resource: amount}} the request moves usage by."""
@@ -125,17 +138,17 @@ class Judgement(object):
     def judge(self, request, consumer, old_rows, new_rows):
         """The item's Fault, or None (its usage is then counted for the
         items after it)."""
-        if request.index not in self.chosen:
-            return None
         deltas = self._deltas(request, consumer, old_rows, new_rows)
-        usage = self.usage
+        if request.index not in self.chosen:
+            # Not judged (it empties a consumer, or its caller is
+            # exempt), but what it moves counts for the items after it.
+            self._count(deltas)
+            return None
         project = request.project_id
-        fault = self._fault(request, project, usage.get(project, {}),
-                            deltas[project])
+        fault = self._fault(request, project,
+                            self.usage.get(project, {}), deltas[project])
         if fault is None:
-            for project_id, delta in deltas.items():
-                if project_id in usage:
-                    _add(usage[project_id], delta)
+            self._count(deltas)
         return fault
 
     def _fault(self, request, project, usage, delta):
@@ -154,15 +167,13 @@ class Judgement(object):
         deltas = {}
         total = collections.defaultdict(dict)
         for request, consumer, old_rows, new_rows in items:
-            if request.index not in self.chosen:
-                continue
             deltas[request.index] = self._deltas(request, consumer,
                                                  old_rows, new_rows)
             for project_id, delta in deltas[request.index].items():
                 _add(total[project_id], delta)
         faults = {}
         for request, *_rest in items:
-            if request.index not in deltas:
+            if request.index not in self.chosen:
                 continue
             project = request.project_id
             mine = deltas[request.index][project]

@@ -10,7 +10,7 @@ import threading
 import uuid
 import wsgiref.util
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from oslo_context import context
 import pytest
@@ -173,6 +173,23 @@ def test_an_atomic_batch_blames_the_items_that_grow_past_the_limit(
     assert limits_of(project)['class:VCPU'] == (4, 0, 4)
 
 
+@pytest.mark.parametrize('atomic', [False, True])
+def test_a_consumer_emptied_earlier_in_the_call_makes_room(keystone, host,
+                                                           atomic):
+    project = str(uuid.uuid4())
+    keystone.registered = {'class:VCPU': 1}
+    keystone.refresh()
+    old = str(uuid.uuid4())
+    held = allocate([item(old, 1, project, rp=host)])[0]
+    assert held['status'] == 200
+    answers = allocate([item(old, 0, project, held['consumer_generation'],
+                             rp=host),
+                        item(str(uuid.uuid4()), 1, project, rp=host)],
+                       atomic=atomic)
+    assert [a['status'] for a in answers] == [200, 200], answers
+    assert limits_of(project)['class:VCPU'] == (1, 1, 0)
+
+
 def test_concurrent_calls_sharing_a_transaction_count_each_other(keystone,
                                                                  host):
     """Calls of one process share transactions (group commit): the items
@@ -244,6 +261,10 @@ steps_st = st.lists(st.tuples(st.integers(0, 3), projects_st,
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(limits=limits_st, steps=steps_st, batched=st.booleans())
+# A consumer of a limited project emptied by an item naming another
+# project frees its room for the next item of the same transaction.
+@example(limits={'a': {}, 'b': {'class:VCPU': 1}},
+         steps=[(1, 'b', 1), (1, 'a', 0), (0, 'b', 1)], batched=True)
 def test_outcomes_equal_a_sequential_model(keystone, host, limits, steps,
                                            batched):
     run = uuid.uuid4().hex[:8]
