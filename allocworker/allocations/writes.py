@@ -139,8 +139,14 @@ def write(context, items, atomic=False, new_type=DEFAULT_CONSUMER_TYPE):
     else:
         results, changes = _allocate_independent(context, parsed, new_type)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
-    return refusals.settle([r for r in parsed if isinstance(r, Request)],
-                           answers(items, results))
+    return refusals.settle(reached(parsed, atomic), answers(items, results))
+
+
+def reached(parsed, atomic):
+    """The requests of ``parsed`` that reached a transaction: none of an
+    atomic call with an item refused before it (``refused``)."""
+    requests = [r for r in parsed if isinstance(r, Request)]
+    return [] if atomic and len(requests) < len(parsed) else requests
 
 
 def prepared(context, items):

@@ -75,7 +75,7 @@ def claim(context, items, atomic=False):
         results, changes = _independent(context, claims)
     notifications.emit(context, notifications.ALLOCATION_CHANGED, changes)
     return refusals.settle(
-        [c.request for c in claims if isinstance(c, Claim)],
+        writes.reached([_request_of(c) for c in claims], atomic),
         writes.answers(items, results))
 
 

@@ -327,6 +327,23 @@ def test_refused_atomic_batch_answers_its_refusal_again(rpc, ids):
     assert usage(rpc, host) == {'VCPU': 0}
 
 
+def test_atomic_batch_refused_before_its_transaction_keeps_no_answer(
+        rpc, ids):
+    """Its valid items' 424 came from another item's bad input, not from
+    the books: sent again, corrected, under the same keys, it writes."""
+    host, _ = provider(rpc, {'VCPU': {'total': 2}})
+    good = alloc_item(ids.a, {host: {'VCPU': 1}},
+                      idempotency_key='good-' + ids.key)
+    bad = alloc_item(ids.b, {host: {'VCPU': -1}},
+                     idempotency_key='bad-' + ids.key)
+    first = rpc.allocate(items=[good, bad], atomic=True)['items']
+    assert [i['status'] for i in first] == [424, 400]
+    fixed = dict(bad, allocations={host: {'VCPU': 1}})
+    again = rpc.allocate(items=[good, fixed], atomic=True)['items']
+    assert [i['status'] for i in again] == [200, 200], again
+    assert usage(rpc, host) == {'VCPU': 2}
+
+
 def test_audit_catches_a_usage_counter_that_drifted(rpc, ids, database,
                                                     scratch):
     import json
