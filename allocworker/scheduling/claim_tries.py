@@ -25,10 +25,11 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     """Try one window's candidates (``ids`` {provider uuid: id}): (the
     answer and payloads, or a Fault that ends the claim, or None; the
     faults of the candidates passed over; the hard group that ruled out
-    a candidate, if any; the candidates left untried because their tree
-    was placed in since the claim weighed it). ``known``: see
+    a candidate, if any; the candidates left for last: a ``spread``
+    claim's trees placed in since it weighed them, or held by another
+    writer, which is most likely placing there). ``known``: see
     ``claims._known``; ``passes=1`` skips the second pass, which waits
-    for locks; ``fresh`` False tries a tree placed in since too."""
+    for locks; ``fresh`` False tries those left for last."""
     request = claim.request
     db_providers.remember(conn, ids)
     # A consumer's own tree was weighed with its allocations released,
@@ -40,15 +41,17 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     # A soft policy never refuses, but is kept whenever a candidate can.
     ordered = [c for part in (keeping, bending) for c in choosing.ordered(
         part, claim.strategy, request.consumer_uuid)]
-    faults, waiting, stale = [], [], []
+    faults, waiting = [], []
+    if fresh_only:
+        # Never a second pass here: the candidates passed over go last,
+        # after every other window (``claims._place``).
+        passes = 1
     for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
             outcome = _try(conn, context, request, candidate, ids,
                            known, staging, wait=wait, fresh_only=fresh_only)
             if outcome is None:
                 waiting.append(candidate)
-            elif outcome is _PLACED_IN_SINCE:
-                stale.append(candidate)
             elif not isinstance(outcome, codes.Fault):
                 return (_placed(conn, request, candidate, *outcome), (),
                         None, ())
@@ -56,23 +59,19 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
                 faults.append(outcome)
             else:
                 return outcome, (), None, ()
-    return None, faults, blocking, stale
-
-
-# What ``_try`` answers for a tree placed in since it was weighed.
-_PLACED_IN_SINCE = object()
+    return None, faults, blocking, (waiting if fresh_only else [])
 
 
 def _try(conn, context, request, candidate, ids, known, staging, wait,
          fresh_only):
     """Write ``candidate`` in a savepoint: (answer, payloads), the Fault
-    that refused it (rolled back), None when ``wait`` is False and
+    that refused it (rolled back), or None when ``wait`` is False and
     another transaction holds one of its providers, or, ``fresh_only``,
-    ``_PLACED_IN_SINCE`` when its tree was placed in since the claim
-    weighed it (a concurrent claim that weighed the same window got
-    there first: a ``spread`` claim that went on would double up on
-    that host while others stay empty). The write is held back in
-    ``staging`` unless it is None."""
+    placed in its tree since the claim weighed it (a concurrent claim
+    that weighed the same window got there first: a ``spread`` claim
+    that went on would double up on that host while others it weighed
+    stay empty). The write is held back in ``staging`` unless it is
+    None."""
     attempt = db_tries.Try(conn)
     held = {}
     if wait:
@@ -85,7 +84,7 @@ def _try(conn, context, request, candidate, ids, known, staging, wait,
             return None
         if taken[1] is not None and taken[1] > candidate['tree_used']:
             attempt.undo()
-            return _PLACED_IN_SINCE
+            return None
         held = taken[0]
     try:
         plan = writes.judged_in(

@@ -232,7 +232,7 @@ def _place(conn, context, claim, known, searches, staging):
     if answered is not None:
         return answered, []
     found = excluded = 0
-    faults, blocking, stale = [], None, []
+    faults, blocking, last = [], None, []
     for window in windows:
         if isinstance(window, codes.Fault):
             return window
@@ -240,7 +240,7 @@ def _place(conn, context, claim, known, searches, staging):
         found += len(candidates)
         kept = _not_excluded(claim, candidates)
         excluded += len(candidates) - len(kept)
-        outcome, refused, blocked, placed_in = claim_tries.place_in(
+        outcome, refused, blocked, passed = claim_tries.place_in(
             conn, context, claim, kept, ids, known, staging)
         if outcome is not None:
             if new and not isinstance(outcome, codes.Fault):
@@ -248,14 +248,15 @@ def _place(conn, context, claim, known, searches, staging):
             return outcome
         faults.extend(refused)
         blocking = blocking or blocked
-        if placed_in:
-            stale.append((placed_in, ids))
-    # Trees placed in since they were weighed go last, after every other
-    # window: a spread claim doubles up on a host only when nothing
-    # emptier fits, and never fails while one of them fits.
-    for placed_in, ids in stale:
-        outcome, refused, _blocked, _stale = claim_tries.place_in(
-            conn, context, claim, placed_in, ids, known, staging,
+        if passed:
+            last.append((passed, ids))
+    # A spread claim's trees placed in since it weighed them, or held by
+    # another writer (most likely placing there), go last, after every
+    # other window: it doubles up on a host only when nothing emptier
+    # fits, and never fails while one of them fits.
+    for passed, ids in last:
+        outcome, refused, _blocked, _passed = claim_tries.place_in(
+            conn, context, claim, passed, ids, known, staging,
             fresh=False)
         if outcome is not None:
             return outcome

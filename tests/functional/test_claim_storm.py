@@ -46,8 +46,9 @@ def test_a_storm_of_claims_on_hundreds_of_trees(rpc, database, scratch):
           % (BOOTS, len(per_host), max(per_host.values())))
     # Spread over 300 empty hosts: one boot each, but for a rare pair of
     # claims that weighed the same host and committed at once (a claim
-    # passes over a host placed in since it weighed it).
-    assert len(per_host) >= 0.95 * BOOTS, per_host.most_common(3)
+    # passes over a host placed in since it weighed it, or held by
+    # another writer). Issue 25's target: within 10% of an even spread.
+    assert len(per_host) >= 0.9 * BOOTS, per_host.most_common(3)
     for p in placed:
         assert sum(r.get('DISK_GB', 0) for r in p['allocations'].values()
                    ) == 10
