@@ -12,6 +12,9 @@ import threading
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
+from sqlalchemy.dialects import mysql as mysql_dml
+from sqlalchemy.dialects import postgresql as postgresql_dml
+from sqlalchemy.dialects import sqlite as sqlite_dml
 
 from allocworker.db import generations
 from allocworker.db import kept
@@ -215,6 +218,20 @@ def per_transaction(conn, key, make):
     if key not in made[1]:
         made[1][key] = make()
     return made[1][key]
+
+
+def insert_keeping_existing(dialect, table, key):
+    """An INSERT of ``table`` that leaves a row whose ``key`` (a primary
+    key column) is already stored as it is, waiting for a writer that
+    is storing it to commit; on MySQL the duplicate takes the row's
+    exclusive lock (no shared lock first, which two first writers would
+    deadlock on)."""
+    if dialect == 'mysql':
+        insert = mysql_dml.insert(table)
+        return insert.on_duplicate_key_update(
+            {key: insert.inserted[key]})
+    return (postgresql_dml.insert if dialect == 'postgresql'
+            else sqlite_dml.insert)(table).on_conflict_do_nothing()
 
 
 def for_update(query):

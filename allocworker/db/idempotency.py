@@ -6,10 +6,8 @@ import datetime
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql as mysql_dml
-from sqlalchemy.dialects import postgresql as postgresql_dml
-from sqlalchemy.dialects import sqlite as sqlite_dml
 
+from allocworker.db import api
 from allocworker.db import schema
 
 _k = schema.idempotency_keys
@@ -43,34 +41,26 @@ def forget_stale(conn, keys, max_age):
                                          _k.c.created_at < fresh_since))
 
 
+def _rows(entries):
+    now = timeutils.utcnow()
+    return [{'key': key, 'request_hash': digest,
+             'answer': jsonutils.dumps(answer), 'created_at': now}
+            for key, digest, answer in sorted(entries, key=lambda e: e[0])]
+
+
 def remember(conn, entries):
     """entries: [(key, request_hash, answer dict)]."""
     if entries:
-        now = timeutils.utcnow()
-        conn.execute(sa.insert(_k), [
-            {'key': key, 'request_hash': digest,
-             'answer': jsonutils.dumps(answer), 'created_at': now}
-            for key, digest, answer in entries])
+        conn.execute(sa.insert(_k), _rows(entries))
 
 
 def remember_unless_known(conn, entries):
     """``remember``, but a key already stored keeps its row: a writer
     that stored it first (committed, or committing, which this waits
     for) keeps its answer."""
-    if not entries:
-        return
-    dialect = conn.dialect.name
-    if dialect == 'mysql':
-        insert = mysql_dml.insert(_k)
-        statement = insert.on_duplicate_key_update(key=insert.inserted.key)
-    else:
-        statement = (postgresql_dml.insert if dialect == 'postgresql'
-                     else sqlite_dml.insert)(_k).on_conflict_do_nothing()
-    now = timeutils.utcnow()
-    conn.execute(statement, [
-        {'key': key, 'request_hash': digest,
-         'answer': jsonutils.dumps(answer), 'created_at': now}
-        for key, digest, answer in sorted(entries, key=lambda e: e[0])])
+    if entries:
+        conn.execute(api.insert_keeping_existing(conn.dialect.name, _k,
+                                                 'key'), _rows(entries))
 
 
 def amend(conn, key, answer):

@@ -67,17 +67,11 @@ def lock_projects(conn, project_ids):
     missing = [p for p in wanted if p not in found]
     if not missing:
         return
-    dialect = conn.dialect.name
-    rows = [{'project_id': p} for p in missing]
-    if dialect == 'mysql':
-        statement = mysql_dml.insert(_locks)
-        conn.execute(statement.on_duplicate_key_update(
-            project_id=statement.inserted.project_id), rows)
-        return
-    insert = (postgresql_dml.insert if dialect == 'postgresql'
-              else sqlite_dml.insert)
-    conn.execute(insert(_locks).on_conflict_do_nothing(), rows)
-    conn.execute(_LOCK, {'ids': missing}).all()
+    conn.execute(api.insert_keeping_existing(conn.dialect.name, _locks,
+                                             'project_id'),
+                 [{'project_id': p} for p in missing])
+    if conn.dialect.name != 'mysql':
+        conn.execute(_LOCK, {'ids': missing}).all()
 
 
 # What projects use, in one statement built once: each class's counter
