@@ -117,15 +117,22 @@ _USAGE_PG = prepared.Statement('allocworker_project_usage', _USAGE_PG_TEXT)
 PREPARED_UP_TO = 8
 
 # After the project locks in the same round trip (``locked_usage``): the
-# usage, and a row (project, NULL, NULL) for each project whose lock row
-# exists.
-_LOCKED_USAGE_PG_TEXT = _USAGE_PG_TEXT + """
-UNION ALL
-SELECT project_id COLLATE "C", NULL, NULL FROM project_locks
-WHERE project_id = ANY(%(projects)s::text[])
-"""
+# usage as one JSON object, {project: {class name: used, '': servers,
+# '#': 0 if its lock row exists}} (no class is named '' or '#'), which
+# the client reads in one call where the rows cost it a fetch and a
+# tuple each (63 projects: 0.5 ms of the worker's CPU less per read).
+_LOCKED_USAGE_PG_TEXT = """
+SELECT json_object_agg(project_id, counts) FROM (
+  SELECT project_id, json_object_agg(coalesce(name, ''), used) AS counts
+  FROM (%s
+        UNION ALL
+        SELECT project_id COLLATE "C", '#', 0 FROM project_locks
+        WHERE project_id = ANY(%%(projects)s::text[])) AS found
+  GROUP BY project_id) AS per_project
+""" % _USAGE_PG_TEXT
 _LOCKED_USAGE_PG = prepared.Statement('allocworker_locked_project_usage',
                                       _LOCKED_USAGE_PG_TEXT)
+_LOCK_MARK = '#'
 
 
 def _pg(statement, text, params):
@@ -142,18 +149,14 @@ def _params(project_ids, counted_types, servers_type):
 
 
 def _found(project_ids, rows):
-    """({project_id: {resource: used}}, projects whose lock row was
-    read) of the usage statements' rows."""
+    """{project_id: {resource: used}} of the usage statement's rows."""
     found = {p: {} for p in project_ids}
-    locked = set()
     for project_id, name, used in rows:
         if used:
             resource = (rule.SERVERS if name is None
                         else rule.CLASS_PREFIX + name)
             found[project_id][resource] = int(used)
-        elif used is None:
-            locked.add(project_id)
-    return found, locked
+    return found
 
 
 def usage(conn, project_ids, counted_types, servers_type):
@@ -169,7 +172,7 @@ def usage(conn, project_ids, counted_types, servers_type):
             conn, [_pg(_USAGE_PG, _USAGE_PG_TEXT, params)], params)
     else:
         rows = conn.execute(_USAGE, params)
-    return _found(project_ids, rows)[0]
+    return _found(project_ids, rows)
 
 
 def locked_usage(conn, project_ids, counted_types, servers_type):
@@ -182,14 +185,30 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
         return usage(conn, project_ids, counted_types, servers_type)
     params = _params(project_ids, counted_types, servers_type)
     params['ids'] = params['projects']
-    found, locked = _found(project_ids, prepared.in_one_round_trip(
+    found, locked = _found_in_json(project_ids, prepared.in_one_round_trip(
         conn, [_LOCK_PG, _pg(_LOCKED_USAGE_PG, _LOCKED_USAGE_PG_TEXT,
-                             params)], params))
+                             params)], params).scalar())
     missing = [p for p in params['projects'] if p not in locked]
     if missing:
         lock_projects(conn, missing)
         found.update(usage(conn, missing, counted_types, servers_type))
     return found
+
+
+def _found_in_json(project_ids, counts):
+    """({project_id: {resource: used}}, projects whose lock row was
+    read) of the locked usage read as JSON."""
+    found = {p: {} for p in project_ids}
+    locked = set()
+    for project_id, named in (counts or {}).items():
+        used_by = found[project_id]
+        for name, used in named.items():
+            if name == _LOCK_MARK:
+                locked.add(project_id)
+            elif used:
+                used_by[rule.CLASS_PREFIX + name if name
+                        else rule.SERVERS] = int(used)
+    return found, locked
 
 
 # Rows each count is split over (``schema.project_usages``): two

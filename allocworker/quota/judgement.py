@@ -59,19 +59,44 @@ def start(conn, requests, origin_of):
     source = limit_source.source()
     if source is None:
         return None
-    chosen = {r.index for r in requests
-              if r.allocations and judged(origin_of(r).context)}
+    chosen, most, verdicts = set(), {}, {}
+    for r in requests:
+        if not r.allocations:
+            continue
+        context = origin_of(r).context
+        verdict = verdicts.get(id(context))
+        if verdict is None:
+            verdict = verdicts[id(context)] = judged(context)
+        if verdict:
+            chosen.add(r.index)
+        _add_most(most, r)
     if not chosen:
         return None
-    projects = {r.project_id for r in requests if r.index in chosen}
     try:
         known = source.current()
         failure = None
     except limit_source.Unavailable as exc:
         known, failure = None, str(exc)
     return Judgement(conn, origin_of, chosen,
-                     {p: known.of(p) if known else None for p in projects},
-                     frozenset(CONF.quota.counted_consumer_types), failure)
+                     {r.project_id: known.of(r.project_id) if known else None
+                      for r in requests if r.index in chosen},
+                     frozenset(CONF.quota.counted_consumer_types), failure,
+                     most)
+
+
+def _add_most(most, request):
+    """Grow ``most`` ({project_id: {resource: amount}}, the most the
+    transaction's items can grow each project's usage by) by what
+    ``request`` could add, whatever its consumer's type and what it held
+    (every class counted, a new server)."""
+    grown = most.get(request.project_id)
+    if grown is None:
+        grown = most[request.project_id] = {}
+    grown[rule.SERVERS] = grown.get(rule.SERVERS, 0) + 1
+    for resources in request.allocations.values():
+        for name, amount in resources.items():
+            resource = rule.CLASS_PREFIX + name
+            grown[resource] = grown.get(resource, 0) + amount
 
 
 def _add(usage, delta):
@@ -86,26 +111,47 @@ class Judgement(object):
     call (``items[N]``) is made only for a refusal."""
 
     def __init__(self, conn, origin_of, chosen, limits, counted,
-                 failure=None):
+                 failure=None, most=None):
         self.conn = conn
         self.origin_of = origin_of
         self.chosen = chosen
         self.limits = limits
         self.counted = counted
         self.failure = failure
+        self._most = most
         self._usage = None
         self._before_read = []
+        # Projects judged item by item (all until the usage is read).
+        self._near = set(limits)
 
     @property
     def usage(self):
         """{project: {resource: used}}, read under the projects' locks,
         taken at the first judgement."""
+        self._read()
+        return self._usage
+
+    def _read(self):
         if self._usage is None:
             self._usage = db_quota.locked_usage(
                 self.conn, self.limits, self.counted, rule.SERVERS_TYPE)
             for deltas in self._before_read:
                 self._count(deltas)
-        return self._usage
+            if self._most is not None:
+                self._near = {p for p, limits in self.limits.items()
+                              if limits is None or not rule.within(
+                                  limits, self._usage[p],
+                                  self._most.get(p, {}))}
+
+    def passes(self, request, consumer):
+        """True if the item moves the usage of no project judged item by
+        item: it cannot be refused, and what it moves counts for nobody
+        (known once the usage is read, at the first item judged)."""
+        if request.index in self.chosen:
+            self._read()
+        return (self._usage is not None and
+                request.project_id not in self._near and
+                (consumer is None or consumer.project_id not in self._near))
 
     def _count(self, deltas):
         """Move the running usage by an accepted item's ``deltas`` (kept
@@ -138,6 +184,8 @@ class Judgement(object):
     def judge(self, request, consumer, old_rows, new_rows):
         """The item's Fault, or None (its usage is then counted for the
         items after it)."""
+        if self.passes(request, consumer):
+            return None
         deltas = self._deltas(request, consumer, old_rows, new_rows)
         if request.index not in self.chosen:
             # Not judged (it empties a consumer, or its caller is
@@ -164,6 +212,9 @@ class Judgement(object):
         """{index: Fault} of an atomic batch: ``items`` are (request,
         consumer, old_rows, new_rows); a limit the combined result grows
         past refuses every item that grows it."""
+        self._read()
+        if not self._near:
+            return {}
         deltas = {}
         total = collections.defaultdict(dict)
         for request, consumer, old_rows, new_rows in items:

@@ -36,16 +36,22 @@ class Unavailable(Exception):
 class Limits(collections.namedtuple('Limits',
                                     ['registered', 'projects', 'read_at'])):
     """What one read found: {resource: default} registered limits,
-    {project_id: {resource: limit}} project limits, and when (monotonic
+    {project_id: {resource: limit}} the limits of each project that has
+    some of its own, over the registered defaults, and when (monotonic
     seconds)."""
 
+    @classmethod
+    def read(cls, registered, projects, read_at):
+        """Of Keystone's registered and project limits as read."""
+        return cls(dict(registered), {
+            p: dict(registered, **found) for p, found in projects.items()},
+            read_at)
+
     def of(self, project_id):
-        """{resource: limit} that apply to ``project_id``: its project
-        limits over the registered defaults. A resource with neither is
-        not limited (and not listed)."""
-        found = dict(self.registered)
-        found.update(self.projects.get(project_id, {}))
-        return found
+        """{resource: limit} that apply to ``project_id`` (not to be
+        changed: it may be shared). A resource with neither a registered
+        nor a project limit is not limited (and not listed)."""
+        return self.projects.get(project_id, self.registered)
 
 
 class Source(object):
@@ -106,8 +112,7 @@ class Source(object):
                      started - self._failed_since)
         self._failed_since = None
         self._failure = None
-        self._limits = Limits(dict(registered), {
-            p: dict(found) for p, found in projects.items()}, started)
+        self._limits = Limits.read(registered, projects, started)
         return True
 
     _failure = None

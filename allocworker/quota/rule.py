@@ -46,6 +46,13 @@ def refusal(limits, usage, delta):
     return None
 
 
+def within(limits, usage, most):
+    """True if ``usage`` grown by as much as ``most`` stays within every
+    one of ``limits``: no change of at most ``most`` can be refused."""
+    return all(usage.get(resource, 0) + most.get(resource, 0) <= limit
+               for resource, limit in limits.items())
+
+
 def over(limits, before, after):
     """Limited resources whose usage grows from ``before`` to ``after``
     and ends above the limit."""

@@ -265,6 +265,10 @@ steps_st = st.lists(st.tuples(st.integers(0, 3), projects_st,
 # project frees its room for the next item of the same transaction.
 @example(limits={'a': {}, 'b': {'class:VCPU': 1}},
          steps=[(1, 'b', 1), (1, 'a', 0), (0, 'b', 1)], batched=True)
+# The same room freed by moving the consumer to a project far from its
+# limits (whose items are passed without a running count).
+@example(limits={'a': {}, 'b': {'class:VCPU': 1}},
+         steps=[(1, 'b', 1), (1, 'a', 1), (0, 'b', 1)], batched=True)
 def test_outcomes_equal_a_sequential_model(keystone, host, limits, steps,
                                            batched):
     run = uuid.uuid4().hex[:8]

@@ -3,9 +3,12 @@ pure rule (quota/rule.py)."""
 
 import collections
 
+from hypothesis import given
+from hypothesis import strategies as st
 import pytest
 
 from allocworker.conf import CONF
+from allocworker.quota import judgement
 from allocworker.quota import limits
 from allocworker.quota import rule
 
@@ -103,3 +106,48 @@ def test_only_growth_past_a_limit_is_refused():
         'class:VCPU', 4, 6, 1)
     assert rule.refusal(limits_, {}, collections.Counter(
         {'class:VCPU': 4, 'class:DISK_GB': 100})) is None
+
+
+Item = collections.namedtuple('Item', ['project_id', 'allocations', 'kind',
+                                       'released'])
+_classes = st.sampled_from(['VCPU', 'MEMORY_MB'])
+_items = st.lists(st.builds(
+    Item, st.just('p'),
+    st.dictionaries(st.sampled_from(['rp1', 'rp2']),
+                    st.dictionaries(_classes, st.integers(1, 4),
+                                    min_size=1), max_size=2),
+    st.sampled_from(['INSTANCE', 'MIGRATION', '']),
+    st.dictionaries(_classes, st.integers(0, 4))), max_size=6)
+
+
+_amounts = st.dictionaries(st.sampled_from(
+    ['class:VCPU', 'class:MEMORY_MB', 'servers']), st.integers(0, 12))
+
+
+@given(limit=_amounts, used=_amounts, items=_items)
+def test_a_project_within_reach_of_no_limit_refuses_no_item(
+        limit, used, items):
+    """What a transaction's items could add at most (``_add_most``)
+    bounds what any of them adds, in any order, whatever their
+    consumers' types and what they release: a project whose usage plus
+    that bound is within its limits is passed without a running count."""
+    most = {}
+    for item in items:
+        if item.allocations:
+            judgement._add_most(most, item)
+    if not rule.within(limit, used, most.get('p', {})):
+        return
+    running = dict(used)
+    for item in items:
+        rows = {(rp, name): amount
+                for rp, resources in item.allocations.items()
+                for name, amount in resources.items()}
+        delta = collections.Counter(rule.counted(item.kind, rows,
+                                                 {'INSTANCE'}))
+        delta.subtract(rule.counted(
+            item.kind, {(0, name): amount
+                        for name, amount in item.released.items()},
+            {'INSTANCE'}))
+        assert rule.refusal(limit, running, delta) is None
+        for resource, amount in delta.items():
+            running[resource] = running.get(resource, 0) + amount
