@@ -86,6 +86,21 @@ def test_a_process_that_never_read_waits_for_keystone_only_now_and_then(
     assert keystone.reads == 2
 
 
+def test_what_the_first_read_loaded_is_settled_once_it_succeeds(source):
+    found, clock, keystone = source
+    settled = []
+    found.after_first_read = lambda: settled.append(keystone.reads)
+    keystone.down = True
+    with pytest.raises(limits.Unavailable):
+        found.current()
+    assert settled == []
+    clock.now += limits.RETRY_SECONDS + 1
+    keystone.down = False
+    found.current()
+    found.refresh()
+    assert settled == [2]
+
+
 def test_what_a_consumer_counts():
     rows = {(1, 'VCPU'): 2, (2, 'VCPU'): 1, (1, 'MEMORY_MB'): 512}
     assert rule.counted('INSTANCE', rows, {'INSTANCE'}) == {
