@@ -277,9 +277,6 @@ class Plan(plan_writes.Writing):
 
     def _over_limit(self, request):
         """Fail the request if it grows its project past a limit."""
-        if self.limits.passes(request,
-                              self.consumers.get(request.consumer_uuid)):
-            return False
         fault = self.limits.judge(*self._limit_item(request))
         if fault is not None:
             self._fail(request, fault)

@@ -59,15 +59,11 @@ def start(conn, requests, origin_of):
     source = limit_source.source()
     if source is None:
         return None
-    chosen, most, verdicts = set(), {}, {}
+    chosen, most = set(), {}
     for r in requests:
         if not r.allocations:
             continue
-        context = origin_of(r).context
-        verdict = verdicts.get(id(context))
-        if verdict is None:
-            verdict = verdicts[id(context)] = judged(context)
-        if verdict:
+        if judged(origin_of(r).context):
             chosen.add(r.index)
         _add_most(most, r)
     if not chosen:
@@ -143,7 +139,7 @@ class Judgement(object):
                                   limits, self._usage[p],
                                   self._most.get(p, {}))}
 
-    def passes(self, request, consumer):
+    def _passes(self, request, consumer):
         """True if the item moves the usage of no project judged item by
         item: it cannot be refused, and what it moves counts for nobody
         (known once the usage is read, at the first item judged)."""
@@ -184,7 +180,7 @@ class Judgement(object):
     def judge(self, request, consumer, old_rows, new_rows):
         """The item's Fault, or None (its usage is then counted for the
         items after it)."""
-        if self.passes(request, consumer):
+        if self._passes(request, consumer):
             return None
         deltas = self._deltas(request, consumer, old_rows, new_rows)
         if request.index not in self.chosen:
