@@ -8,9 +8,13 @@
 #   tools/rabbit-cluster.sh url
 #   tools/rabbit-cluster.sh reset     # stop and forget all state
 #   tools/rabbit-cluster.sh ctl N ARGS...   # rabbitmqctl -n rmqN@localhost
+#   tools/rabbit-cluster.sh solo start|stop   # a fourth node, alone
 #
 # Nodes rmq1..3@localhost, AMQP on 127.0.0.1:5681..5683, distribution on
-# 25681..25683, all state (data, logs, pid files, its own Erlang cookie and
+# 25681..25683. The solo node rmq4@localhost (127.0.0.1:5684) is a
+# single-node broker of its own, for tests that restart a whole broker:
+# the default node serves every other test, so it is never restarted. All
+# state (data, logs, pid files, its own Erlang cookie and
 # HOME) under $AW_RABBIT_CLUSTER_DIR (default /tmp/allocworker-rabbit-cluster),
 # so every checkout on the machine shares one cluster. Each node gets its own
 # config and an empty env file, because /etc/rabbitmq pins the default
@@ -20,6 +24,7 @@ set -euo pipefail
 BASE=${AW_RABBIT_CLUSTER_DIR:-/tmp/allocworker-rabbit-cluster}
 BIN=/usr/lib/rabbitmq/bin
 NODES="1 2 3"
+SOLO=4
 AMQP_PORT0=5680
 DIST_PORT0=25680
 NET_TICKTIME=10
@@ -70,7 +75,7 @@ prepare() {
     : > "$BASE/empty-env.conf"
     echo '[].' > "$BASE/enabled_plugins"
     local n
-    for n in $NODES; do
+    for n in $NODES $SOLO; do
         mkdir -p "$BASE/rmq$n/log"
         cat > "$BASE/rmq$n/rabbitmq.conf" <<EOF
 listeners.tcp.default = 127.0.0.1:$((AMQP_PORT0 + n))
@@ -129,15 +134,15 @@ start() {
     url
 }
 
-stop() {
-    local n pid
-    for n in $NODES; do
+stop() {   # [N...]: these nodes, by default the cluster's
+    local n pid nodes=${*:-$NODES}
+    for n in $nodes; do
         pid=$(cat "$BASE/rmq$n/rmq.pid" 2>/dev/null) || continue
         kill -CONT "$pid" 2>/dev/null || true   # a test may have frozen it
         ctl "$n" stop > /dev/null 2>&1 || kill "$pid" 2>/dev/null || true
         echo "$pid" > "$BASE/rmq$n/rmq.stopping"
     done
-    for n in $NODES; do
+    for n in $nodes; do
         pid=$(cat "$BASE/rmq$n/rmq.stopping" 2>/dev/null) || continue
         for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
         kill -KILL "$pid" 2>/dev/null || true
@@ -157,12 +162,26 @@ status() {
     running 1 && echo "running members: $(members | tr '\n' ' ')"
 }
 
+solo() {   # start|stop
+    case "${1:-}" in
+        start)
+            prepare
+            launch $SOLO
+            await $SOLO
+            echo "rabbit://guest:guest@127.0.0.1:$((AMQP_PORT0 + SOLO))/"
+            ;;
+        stop) stop $SOLO ;;
+        *) echo "usage: $0 solo start|stop" >&2; exit 2 ;;
+    esac
+}
+
 case "${1:-}" in
     start) start ;;
     stop) stop ;;
     status) status ;;
     url) url ;;
-    reset) stop; rm -rf "$BASE" ;;
+    reset) stop $NODES $SOLO; rm -rf "$BASE" ;;
+    solo) shift; solo "$@" ;;
     ctl) shift; ctl "$@" ;;
-    *) echo "usage: $0 start|stop|status|url|reset|ctl N ARGS..." >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|status|url|reset|ctl N ARGS...|solo start|stop" >&2; exit 2 ;;
 esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run the whole test suite: unit and functional tests (real RabbitMQ,
 # PostgreSQL, MariaDB and SQLite) in two processes, then the fault suite
-# (which restarts RabbitMQ and PostgreSQL) alone. Makes ./.venv on first
+# (which restarts PostgreSQL and MariaDB and brokers of its own) alone. Makes ./.venv on first
 # use and starts any service that is not running.
 # Extra arguments go to pytest, e.g. tools/test.sh -k allocate
 set -uo pipefail

@@ -95,7 +95,8 @@ def start_api(db_url, scratch, name='api', stderr=subprocess.PIPE):
     return server, port
 
 
-def write_config(path, db_url, topic, workers=1, extra=''):
+def write_config(path, db_url, topic, workers=1, extra='',
+                 transport_url=None):
     with open(path, 'w') as f:
         f.write('[DEFAULT]\n'
                 'transport_url = %s\n'
@@ -104,7 +105,7 @@ def write_config(path, db_url, topic, workers=1, extra=''):
                 'host = %s\n'
                 '[database]\nconnection = %s\n'
                 '[worker]\ntopic = %s\nworkers = %d\n%s'
-                % (RABBIT_URL, os.path.dirname(path),
+                % (transport_url or RABBIT_URL, os.path.dirname(path),
                    os.path.join(os.path.dirname(path), 'worker.log'),
                    topic, db_url, topic, workers, extra))
     return path
@@ -127,10 +128,10 @@ class BareClient(object):
     """What another service writes from design.md alone: oslo.messaging,
     a topic, version 1.0 and a context dict."""
 
-    def __init__(self, topic, timeout=30):
+    def __init__(self, topic, timeout=30, url=None):
         from oslo_config import cfg
         self.transport = messaging.get_rpc_transport(cfg.CONF,
-                                                     url=RABBIT_URL)
+                                                     url=url or RABBIT_URL)
         target = messaging.Target(topic=topic, version='1.0')
         self.client = messaging.get_rpc_client(self.transport, target,
                                                timeout=timeout)
