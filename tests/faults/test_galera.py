@@ -77,10 +77,18 @@ def hosts(client):
     return [provider(client, {'VCPU': {'total': 400}})[0] for _ in range(4)]
 
 
-def writes_again(rpc, hosts, within=60):
-    """Seconds until a new keyed single allocate answers 200."""
+@pytest.fixture
+def roomy(client):
+    """A provider the load never fills, for ``writes_again``: on the
+    load's hosts, a keyed probe refused for capacity would be answered
+    that refusal again and again (a key keeps its first answer)."""
+    return provider(client, {'VCPU': {'total': 100000}})[0]
+
+
+def writes_again(rpc, roomy, within=60):
+    """Seconds until a new keyed single allocate on ``roomy`` answers 200."""
     began = time.monotonic()
-    item = alloc_item(str(uuid.uuid4()), {hosts[0]: {'VCPU': 1}},
+    item = alloc_item(str(uuid.uuid4()), {roomy: {'VCPU': 1}},
                       idempotency_key=str(uuid.uuid4()))
     while time.monotonic() - began < within:
         try:
@@ -99,12 +107,12 @@ def end(load, name, client, galera, database_name, allowed=((200, None),)):
 
 
 def test_writer_killed_mid_transaction_then_back_by_ist(
-        galera, client, library, hosts, database_name):
+        galera, client, library, hosts, roomy, database_name):
     writer = galera.writer()
     load = KeyedRewrites(library, hosts, rpc_timeout=CALL_TIMEOUT).start()
     time.sleep(4)
     galera.kill(writer)
-    resumed = writes_again(client, hosts)
+    resumed = writes_again(client, roomy)
     new_writer = galera.writer()
     assert new_writer != writer
     time.sleep(3)
@@ -126,14 +134,14 @@ def test_writer_killed_mid_transaction_then_back_by_ist(
 
 
 def test_writer_frozen_for_30_seconds(
-        galera, client, library, hosts, database_name):
+        galera, client, library, hosts, roomy, database_name):
     writer = galera.writer()
     load = KeyedRewrites(library, hosts, rpc_timeout=CALL_TIMEOUT).start()
     time.sleep(4)
     galera.kill(writer, signal.SIGSTOP)
     frozen = time.monotonic()
     try:
-        resumed = writes_again(client, hosts)
+        resumed = writes_again(client, roomy)
         time.sleep(max(0, 30 - (time.monotonic() - frozen)))
     finally:
         galera.kill(writer, signal.SIGCONT)
@@ -150,7 +158,7 @@ def test_writer_frozen_for_30_seconds(
 
 
 def test_writer_cut_off_from_the_others(
-        galera, client, library, hosts, database_name):
+        galera, client, library, hosts, roomy, database_name):
     """gmcast.isolate: the writer leaves the Primary Component and
     refuses writes (1047); HAProxy moves to a node of the majority."""
     writer = galera.writer()
@@ -159,7 +167,7 @@ def test_writer_cut_off_from_the_others(
     galera.sql(writer, "SET GLOBAL wsrep_provider_options = "
                        "'gmcast.isolate=1'")
     try:
-        resumed = writes_again(client, hosts)
+        resumed = writes_again(client, roomy)
         state = galera.state(writer)
         time.sleep(5)
     finally:
@@ -176,7 +184,7 @@ def test_writer_cut_off_from_the_others(
 
 
 def test_every_node_killed_then_recovered_by_the_script(
-        galera, client, library, hosts, database_name):
+        galera, client, library, hosts, roomy, database_name):
     load = KeyedRewrites(library, hosts, rpc_timeout=CALL_TIMEOUT).start()
     time.sleep(4)
     for node in cluster.NODES:
@@ -185,7 +193,7 @@ def test_every_node_killed_then_recovered_by_the_script(
     time.sleep(2)
     recovery = galera.script('start', timeout=300)
     recovered = time.monotonic() - killed
-    resumed = writes_again(client, hosts)
+    resumed = writes_again(client, roomy)
     print('\nall three nodes SIGKILLed: the script recovered the cluster '
           '%.1f s after the kill, writes answered %.1f s after that\n%s'
           % (recovered, resumed, recovery.strip()))
