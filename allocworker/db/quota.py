@@ -134,6 +134,29 @@ _LOCKED_USAGE_PG = prepared.Statement('allocworker_locked_project_usage',
                                       _LOCKED_USAGE_PG_TEXT)
 _LOCK_MARK = '#'
 
+# The same for one project (a single allocate's), its counts alone: on
+# the project's equality the generic plan reads each counter table
+# through its key, where for ``= ANY(array)`` of unknown length it
+# scans the small tables whole (100 projects, 800 counter rows: 0.06
+# against 0.15 ms of execution).
+_LOCKED_USAGE_ONE_PG = prepared.Statement(
+    'allocworker_locked_project_usage_one', """
+SELECT json_object_agg(coalesce(name, ''), used) FROM (
+  SELECT rc.name, u.used
+  FROM (SELECT resource_class_id, sum(used) AS used FROM project_usages
+        WHERE project_id = %(project)s::text
+          AND consumer_type = ANY(%(counted)s::text[])
+        GROUP BY 1) AS u
+  JOIN resource_classes AS rc ON rc.id = u.resource_class_id
+  UNION ALL
+  SELECT NULL, sum(consumers) FROM project_consumers
+  WHERE project_id = %(project)s::text
+    AND consumer_type = %(servers_type)s::text
+  UNION ALL
+  SELECT '#', 0 FROM project_locks WHERE project_id = %(project)s::text
+) AS found
+""")
+
 
 def _pg(statement, text, params):
     """The prepared ``statement`` for a few projects, else ``text``."""
@@ -184,10 +207,17 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
         lock_projects(conn, project_ids)
         return usage(conn, project_ids, counted_types, servers_type)
     params = _params(project_ids, counted_types, servers_type)
-    params['ids'] = params['projects']
-    found, locked = _found_in_json(project_ids, prepared.in_one_round_trip(
-        conn, [_LOCK_PG, _pg(_LOCKED_USAGE_PG, _LOCKED_USAGE_PG_TEXT,
-                             params)], params).scalar())
+    params['ids'] = projects = params['projects']
+    if len(projects) == 1:
+        params['project'] = projects[0]
+        read = _LOCKED_USAGE_ONE_PG
+    else:
+        read = _pg(_LOCKED_USAGE_PG, _LOCKED_USAGE_PG_TEXT, params)
+    counts = prepared.in_one_round_trip(conn, [_LOCK_PG, read],
+                                        params).scalar()
+    if read is _LOCKED_USAGE_ONE_PG:
+        counts = {projects[0]: counts} if counts else None
+    found, locked = _found_in_json(project_ids, counts)
     missing = [p for p in params['projects'] if p not in locked]
     if missing:
         lock_projects(conn, missing)
