@@ -59,12 +59,13 @@ def start(conn, requests, origin_of):
     source = limit_source.source()
     if source is None:
         return None
-    chosen, most = set(), {}
+    chosen, projects, most = set(), set(), {}
     for r in requests:
         if not r.allocations:
             continue
         if judged(origin_of(r).context):
             chosen.add(r.index)
+            projects.add(r.project_id)
         _add_most(most, r)
     if not chosen:
         return None
@@ -74,8 +75,7 @@ def start(conn, requests, origin_of):
     except limit_source.Unavailable as exc:
         known, failure = None, str(exc)
     return Judgement(conn, origin_of, chosen,
-                     {r.project_id: known.of(r.project_id) if known else None
-                      for r in requests if r.index in chosen},
+                     {p: known.of(p) if known else None for p in projects},
                      frozenset(CONF.quota.counted_consumer_types), failure,
                      most)
 

@@ -49,8 +49,12 @@ def refusal(limits, usage, delta):
 def within(limits, usage, most):
     """True if ``usage`` grown by as much as ``most`` stays within every
     one of ``limits``: no change of at most ``most`` can be refused."""
-    return all(usage.get(resource, 0) + most.get(resource, 0) <= limit
-               for resource, limit in limits.items())
+    # A loop, not all() over a generator: asked for every project of a
+    # transaction (100 for a 100-item batch), the generator cost twice.
+    for resource, limit in limits.items():
+        if usage.get(resource, 0) + most.get(resource, 0) > limit:
+            return False
+    return True
 
 
 def over(limits, before, after):
