@@ -13,9 +13,9 @@
 # Nodes rmq1..3@localhost, AMQP on 127.0.0.1:5681..5683, distribution on
 # 25681..25683. The solo node rmq4@localhost (127.0.0.1:5684) is a
 # single-node broker of its own, for tests that restart a whole broker:
-# the default node serves every other test, so it is never restarted. All
-# state (data, logs, pid files, its own Erlang cookie and
-# HOME) under $AW_RABBIT_CLUSTER_DIR (default /tmp/allocworker-rabbit-cluster),
+# the default node serves every other test, so it is never restarted.
+# All state (data, logs, pid files, its own Erlang cookie and HOME)
+# under $AW_RABBIT_CLUSTER_DIR (default /tmp/allocworker-rabbit-cluster),
 # so every checkout on the machine shares one cluster. Each node gets its own
 # config and an empty env file, because /etc/rabbitmq pins the default
 # node's name and port.

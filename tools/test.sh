@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run the whole test suite: unit and functional tests (real RabbitMQ,
 # PostgreSQL, MariaDB and SQLite) in two processes, then the fault suite
-# (which restarts PostgreSQL and MariaDB and brokers of its own) alone. Makes ./.venv on first
-# use and starts any service that is not running.
+# (which restarts PostgreSQL, MariaDB and brokers of its own) alone. Makes
+# ./.venv on first use and starts any service that is not running.
 # Extra arguments go to pytest, e.g. tools/test.sh -k allocate
 set -uo pipefail
 cd "$(dirname "$0")/.."

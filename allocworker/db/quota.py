@@ -222,7 +222,7 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
     if read is _LOCKED_USAGE_ONE_PG:
         counts = {projects[0]: counts} if counts else None
     found, locked = _found_in_json(project_ids, counts)
-    missing = [p for p in params['projects'] if p not in locked]
+    missing = [p for p in projects if p not in locked]
     if missing:
         lock_projects(conn, missing)
         found.update(usage(conn, missing, counted_types, servers_type))
