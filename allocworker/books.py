@@ -7,7 +7,7 @@ from oslo_utils import timeutils
 
 from allocworker.db import api as db
 from allocworker.db import books as db_books
-from allocworker.db import quota as db_quota
+from allocworker.db import project_counters
 from allocworker.db import rooms as db_rooms
 from allocworker.groups import membership as groups
 
@@ -58,6 +58,6 @@ def refresh_projects():
     """The project usage counters corrected from the allocations (after
     a rolling upgrade from a release whose workers keep none); the
     number of counters corrected. Safe while this release's workers
-    write (``db.quota.refresh``)."""
+    write (``db.project_counters.refresh``)."""
     with db.writer() as conn:
-        return db_quota.refresh(conn)
+        return project_counters.refresh(conn)

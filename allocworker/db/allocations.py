@@ -9,8 +9,8 @@ from allocworker.db import api
 from allocworker.db import events
 from allocworker.db import generations
 from allocworker.db import prepared
+from allocworker.db import project_counters
 from allocworker.db import providers
-from allocworker.db import quota
 from allocworker.db import schema
 from allocworker.db import writes_pg
 
@@ -169,23 +169,26 @@ def write_set(conn, writes):
     project_consumers = collections.Counter()
     for (project, kind), d in writes.project_consumers.items():
         project_consumers[(project, _stored(kind))] += d
+    # Moves of the projects this transaction holds locked go to their
+    # lock rows, the rest to the shard rows (``project_counters``).
+    project_usage, project_consumers, counts = project_counters.split(
+        conn, {key: d for key, d in project_usage.items() if d},
+        {key: d for key, d in project_consumers.items() if d})
     writes = writes._replace(
         updated=[u[:5] + (_stored(u[5]),) for u in writes.updated],
         created=[n[:3] + (_stored(n[3]),) for n in writes.created],
         usage={key: d for key, d in writes.usage.items() if d},
-        project_usage={key: d for key, d in project_usage.items() if d},
-        project_consumers={key: d for key, d in project_consumers.items()
-                           if d})
-    shard = quota.shard(conn)
+        project_usage=project_usage, project_consumers=project_consumers)
+    shard = project_counters.shard(conn)
     if prepared.applies(conn.dialect):
         held, consumers_moved, providers_moved = writes_pg.write_set(
-            conn, writes, now, shard)
+            conn, writes, now, shard, counts)
         if consumers_moved != len(writes.updated):
             raise api.ConcurrentUpdate('consumer')
         if providers_moved != len(writes.bumps):
             raise api.ConcurrentUpdate('provider')
     else:
-        held = _write_each(conn, writes, now, shard)
+        held = _write_each(conn, writes, now, shard, counts)
     held.update((u[0], (u[1], u[2] + 1)) for u in writes.updated)
     return held
 
@@ -204,7 +207,7 @@ def move_usage(conn, usage):
         providers.add_usage(conn, usage)
 
 
-def _write_each(conn, writes, now, shard):
+def _write_each(conn, writes, now, shard, counts):
     """``write_set`` one statement (or executemany) per kind of write."""
     delete_rows(conn, writes.replaced)
     if not update_consumers(conn, [u[1:] for u in writes.updated], now):
@@ -212,7 +215,9 @@ def _write_each(conn, writes, now, shard):
     held = create_consumers(conn, writes.created, now)
     delete_consumers(conn, writes.emptied)
     providers.add_usage(conn, writes.usage)
-    quota.add(conn, writes.project_usage, writes.project_consumers, shard)
+    project_counters.add(conn, writes.project_usage,
+                         writes.project_consumers, shard)
+    project_counters.set_counts(conn, counts)
     ids = dict(held)
     ids.update((u[0], (u[1],)) for u in writes.updated)
     insert_rows(conn, [(ids[uuid][0], pid, class_id, used)

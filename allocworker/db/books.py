@@ -3,7 +3,7 @@ rows (dicts) that break one invariant; none means the invariant holds."""
 
 import sqlalchemy as sa
 
-from allocworker.db import quota
+from allocworker.db import project_counters
 from allocworker.db import schema
 
 _a = schema.allocations
@@ -76,7 +76,7 @@ def project_counters_off(conn):
     """Project counters that differ from what the project's consumers
     hold: per type and class (``used``), or the number of consumers of
     a type (``consumers``)."""
-    usage, consumers = quota.counters_off(conn)
+    usage, consumers = project_counters.counters_off(conn)
     names = dict(conn.execute(sa.select(_rc.c.id, _rc.c.name)).all()) \
         if usage else {}
     return ([{'project_id': p, 'consumer_type': t, 'counter': 'used',

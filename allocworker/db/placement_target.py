@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from allocworker import capacity
 from allocworker.db import allocations as db_allocations
 from allocworker.db import generations
+from allocworker.db import project_counters
 from allocworker.db import providers as db_providers
-from allocworker.db import quota as db_quota
 from allocworker.db import schema
 
 _p = schema.providers
@@ -343,7 +343,7 @@ def count_projects(conn):
     counters' own refresh does in two statements), as corrections added
     to the counters, so a writer that commits meanwhile keeps its own
     move."""
-    db_quota.refresh(conn)
+    project_counters.refresh(conn)
 
 
 def over_capacity(conn, provider_ids=None):

@@ -10,25 +10,35 @@ _rc = schema.resource_classes
 
 
 # Standard classes are created by db sync and never change or go away, so
-# their ids are remembered per process (per database URL); custom classes
-# are always read.
-_standard_ids = {}
+# their ids and names are remembered per process (per database URL);
+# custom classes are always read (a custom class may be renamed).
+_standard = {}
 
 
 def ids_by_name(conn, names):
     """{name: id} for those of ``names`` that exist."""
-    if not names:
+    return _looked_up(conn, names, _rc.c.name, _rc.c.id)
+
+
+def names_by_id(conn, class_ids):
+    """{id: name} for those of ``class_ids`` that exist."""
+    return _looked_up(conn, class_ids, _rc.c.id, _rc.c.name)
+
+
+def _looked_up(conn, keys, key_column, value_column):
+    if not keys:
         return {}
-    known = _standard_ids.setdefault(str(conn.engine.url), {})
-    found = {n: known[n] for n in names if n in known}
-    missing = sorted(set(names) - set(found))
+    known = _standard.setdefault((str(conn.engine.url), key_column.name),
+                                 {})
+    found = {k: known[k] for k in keys if k in known}
+    missing = sorted(set(keys) - set(found))
     if missing:
-        rows = conn.execute(sa.select(_rc.c.name, _rc.c.id)
-                            .where(_rc.c.name.in_(missing)))
-        for name, class_id in rows:
-            found[name] = class_id
+        rows = conn.execute(sa.select(key_column, value_column, _rc.c.name)
+                            .where(key_column.in_(missing)))
+        for key, value, name in rows:
+            found[key] = value
             if name in os_resource_classes.STANDARDS:
-                known[name] = class_id
+                known[key] = value
     return found
 
 

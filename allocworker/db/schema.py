@@ -212,10 +212,13 @@ provider_aggregates = sa.Table(
 
 # One row per project whose writes are judged against its limits: a write
 # locks its projects' rows last (project_id order), so concurrent writers
-# of one project serialize on that project (see db/quota.py).
+# of one project serialize on that project (see db/quota.py). ``counts``
+# is the part of the project's counters moved by the writers that held
+# this row's lock (JSON, db/project_counters.py; NULL: nothing yet).
 project_locks = sa.Table(
     'project_locks', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),
+    sa.Column('counts', sa.Text, nullable=True),
     **_mysql)
 
 # What each project's consumers hold, per consumer type and class, and how

@@ -110,6 +110,11 @@ peopled AS (
     ON CONFLICT (project_id, consumer_type, shard)
     DO UPDATE SET consumers = project_consumers.consumers
                               + excluded.consumers),
+locked_counts AS (
+    UPDATE project_locks AS l SET counts = k.counts
+    FROM unnest(%(l_project)s::text[], %(l_counts)s::text[])
+         AS k(project_id, counts)
+    WHERE l.project_id = k.project_id),
 released AS (
     UPDATE events SET held_until = NULL
     WHERE consumer_uuid = ANY(%(n_uuid)s::text[])
@@ -134,9 +139,10 @@ SELECT NULL, (SELECT count(*) FROM updated), (SELECT count(*) FROM bumped)
 _STATEMENT = prepared.Statement('allocworker_write_set', _WRITE_SET)
 
 
-def write_set(conn, writes, now, shard):
+def write_set(conn, writes, now, shard, counts):
     """Run ``writes`` (an ``allocations.WriteSet``) in one statement,
-    the project counters on rows ``shard``.
+    the project shard counters on rows ``shard``, ``counts`` [(project,
+    counts)] in the project lock rows.
 
     (created {uuid: (id, generation)}, consumers moved, providers moved).
     """
@@ -162,6 +168,7 @@ def write_set(conn, writes, now, shard):
     _bind(params, [key + (d,) for key, d
                    in sorted(writes.project_consumers.items())],
           ('pc_project', 'pc_type', 'pc_delta'))
+    _bind(params, counts, ('l_project', 'l_counts'))
     found = {}
     moved = (0, 0)
     for uuid, row_id, generation in _STATEMENT.execute(conn, params):

@@ -4,6 +4,7 @@ random concurrent writes of many clients through several worker
 processes; the audit finds a counter that drifted and ``db refresh-room``
 corrects it; the migration fills them from the books it finds."""
 
+import collections
 import json
 import os
 import random
@@ -36,18 +37,29 @@ def recount(conn):
 
 
 def counters(conn):
-    """The counters, each summed over its rows (shards), zeros left
-    out."""
-    used = {tuple(row[:3]): int(row[3]) for row in conn.exec_driver_sql(
-        'SELECT project_id, consumer_type, resource_class_id, SUM(used) '
-        'FROM project_usages '
-        'GROUP BY project_id, consumer_type, resource_class_id '
-        'HAVING SUM(used) <> 0')}
-    consumers = {tuple(row[:2]): int(row[2]) for row in conn.exec_driver_sql(
-        'SELECT project_id, consumer_type, SUM(consumers) '
-        'FROM project_consumers GROUP BY project_id, consumer_type '
-        'HAVING SUM(consumers) <> 0')}
-    return used, consumers
+    """The counters, each the sum of its shard rows and of its entry in
+    the project's lock row ({type: {'': consumers, 'class id': used}}),
+    zeros left out."""
+    used, consumers = collections.Counter(), collections.Counter()
+    for row in conn.exec_driver_sql(
+            'SELECT project_id, consumer_type, resource_class_id, used '
+            'FROM project_usages'):
+        used[tuple(row[:3])] += int(row[3])
+    for row in conn.exec_driver_sql(
+            'SELECT project_id, consumer_type, consumers '
+            'FROM project_consumers'):
+        consumers[tuple(row[:2])] += int(row[2])
+    for project, counts in conn.exec_driver_sql(
+            'SELECT project_id, counts FROM project_locks '
+            'WHERE counts IS NOT NULL'):
+        for kind, found in json.loads(counts).items():
+            for key, amount in found.items():
+                if key:
+                    used[(project, kind, int(key))] += amount
+                else:
+                    consumers[(project, kind)] += amount
+    return ({k: v for k, v in used.items() if v},
+            {k: v for k, v in consumers.items() if v})
 
 
 def books_and_counters(database):
@@ -62,7 +74,9 @@ def books_and_counters(database):
 class Writer(object):
     """One client's random writes: new consumers, resizes, moves to
     another project and type, deletes, independent and atomic batches;
-    some on consumers other clients hold (generation conflicts)."""
+    some on consumers other clients hold (generation conflicts). ``rpc``
+    may be a list of clients (of worker sets configured apart), one
+    drawn for each call."""
 
     def __init__(self, rpc, hosts, shared, seed):
         self.rpc, self.hosts, self.shared = rpc, hosts, shared
@@ -110,7 +124,9 @@ class Writer(object):
                 items.append(self.item(consumer, generation,
                                        empty=self.random.random() < 0.3))
         atomic = len(items) > 1 and self.random.random() < 0.3
-        answer = self.rpc.allocate(items=items, atomic=atomic)['items']
+        client = (self.random.choice(self.rpc)
+                  if isinstance(self.rpc, list) else self.rpc)
+        answer = client.allocate(items=items, atomic=atomic)['items']
         for sent, got in zip(items, answer):
             self.statuses.append(got['status'])
             if got['status'] != 200:

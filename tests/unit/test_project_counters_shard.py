@@ -2,12 +2,12 @@
 transaction of several writes (a shared claim transaction) holds one
 row of each counter, never several taken in no order."""
 
-from allocworker.db import quota
+from allocworker.db import project_counters
 
 
 class _Connection(object):
-    """What ``quota.shard`` asks of a connection: its transaction and a
-    place to keep what it drew."""
+    """What ``project_counters.shard`` asks of a connection: its
+    transaction and a place to keep what it drew."""
 
     def __init__(self):
         self.info = {}
@@ -19,9 +19,9 @@ class _Connection(object):
 
 def test_every_write_of_one_transaction_moves_the_same_rows():
     conn = _Connection()
-    drawn = {quota.shard(conn) for _ in range(50)}
+    drawn = {project_counters.shard(conn) for _ in range(50)}
     assert len(drawn) == 1
-    assert drawn <= set(range(quota.SHARDS))
+    assert drawn <= set(range(project_counters.SHARDS))
 
 
 def test_each_transaction_draws_afresh():
@@ -29,5 +29,5 @@ def test_each_transaction_draws_afresh():
     drawn = set()
     for _ in range(200):
         conn.transaction = object()
-        drawn.add(quota.shard(conn))
-    assert drawn == set(range(quota.SHARDS))
+        drawn.add(project_counters.shard(conn))
+    assert drawn == set(range(project_counters.SHARDS))
