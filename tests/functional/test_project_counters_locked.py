@@ -34,13 +34,16 @@ def limited(rpc, database, scratch, keystone):
         extra=keystone_service.WORKER_CONFIG.format(stale_seconds=60)
         + keystone.oslo_limit_config())
     client = services.BareClient(topic)
-    worker = services.Worker(config).start(client)
-    deadline = time.monotonic() + 30
-    while not client.get_limits(project_id=PROJECTS[0])['items']:
-        assert time.monotonic() < deadline, 'no limits read in 30 s'
-        time.sleep(0.2)
-    yield client
-    assert worker.stop() == 0
+    worker = services.Worker(config)
+    try:
+        worker.start(client)
+        deadline = time.monotonic() + 30
+        while not client.get_limits(project_id=PROJECTS[0])['items']:
+            assert time.monotonic() < deadline, 'no limits read in 30 s'
+            time.sleep(0.2)
+        yield client
+    finally:
+        assert worker.stop() == 0
 
 
 def _locked_rows(database):
