@@ -206,6 +206,17 @@ def writer():
         transaction.commit()
 
 
+def database_key(conn):
+    """``conn``'s database URL as a string, a key for what a process
+    remembers per database (rendered once per engine: rendering a URL
+    costs some 40 us, more than the lookups it keys)."""
+    engine = conn.engine
+    key = getattr(engine, '_allocworker_database_key', None)
+    if key is None:
+        key = engine._allocworker_database_key = str(engine.url)
+    return key
+
+
 def per_transaction(conn, key, make):
     """``make()``, made once per transaction of ``conn`` for ``key``
     (kept on the connection with the transaction it was made in)."""

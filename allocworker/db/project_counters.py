@@ -50,19 +50,36 @@ def decode(text):
     return json.loads(text) if text else {}
 
 
-def _encode(counts):
-    return json.dumps(counts, separators=(',', ':'), sort_keys=True)
+# (One encoder: ``json.dumps`` with separators makes one per call, which
+# costs more than encoding a project's counts.)
+_encode = json.JSONEncoder(separators=(',', ':')).encode
 
 
-def counted(counts, counted_types, servers_type):
-    """({class id: used} over ``counted_types``, servers) of a lock
-    row's decoded ``counts``."""
-    used = {}
+def class_ids(all_counts, counted_types):
+    """The class ids (as in the JSON: strings) that decoded lock row
+    ``all_counts`` hold for ``counted_types``."""
+    found = set()
+    for counts in all_counts:
+        for kind in counted_types:
+            found.update(counts.get(kind, ()))
+    found.discard(CONSUMERS)
+    return found
+
+
+def add_counted(usage, counts, counted_types, servers_type, resources,
+                servers):
+    """Add a lock row's decoded ``counts`` to ``usage`` {resource:
+    used}: each class over ``counted_types`` under ``resources`` {class
+    id as in the JSON: resource name} (a class missing there is
+    skipped), the consumers of ``servers_type`` under ``servers``."""
     for kind in counted_types:
         for key, amount in counts.get(kind, {}).items():
-            if key != CONSUMERS:
-                used[int(key)] = used.get(int(key), 0) + amount
-    return used, counts.get(servers_type, {}).get(CONSUMERS, 0)
+            resource = resources.get(key)
+            if resource is not None and amount:
+                usage[resource] = usage.get(resource, 0) + amount
+    consumers = counts.get(servers_type, {}).get(CONSUMERS)
+    if consumers:
+        usage[servers] = usage.get(servers, 0) + consumers
 
 
 def _scope(conn):
@@ -98,9 +115,13 @@ def split(conn, used, consumers):
         return used, consumers, []
     moved = set()
     rest_used, rest_consumers = {}, {}
+    keys = {}
     for (project, kind, class_id), delta in used.items():
         if project in held:
-            _move(held[project], kind, str(class_id), delta)
+            key = keys.get(class_id)
+            if key is None:
+                key = keys[class_id] = str(class_id)
+            _move(held[project], kind, key, delta)
             moved.add(project)
         else:
             rest_used[(project, kind, class_id)] = delta

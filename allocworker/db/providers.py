@@ -87,7 +87,7 @@ _REMEMBER_AT_MOST = 100000
 def remembered_ids(conn, uuids):
     """{uuid: id} for those of ``uuids`` that exist, from memory where
     possible (verify under the lock, see above)."""
-    known = _remembered.setdefault(str(conn.engine.url), {})
+    known = _remembered.setdefault(api.database_key(conn), {})
     found = {u: known[u] for u in uuids if u in known}
     missing = [u for u in uuids if u not in found]
     if missing:
@@ -100,14 +100,14 @@ def remembered_ids(conn, uuids):
 def remember(conn, ids):
     """Remember {uuid: id} read by a query of its own (a claim's window
     of trees), as guesses like any other."""
-    known = _remembered.setdefault(str(conn.engine.url), {})
+    known = _remembered.setdefault(api.database_key(conn), {})
     if len(known) + len(ids) > _REMEMBER_AT_MOST:
         known.clear()
     known.update(ids)
 
 
 def forget(conn, uuids):
-    known = _remembered.get(str(conn.engine.url), {})
+    known = _remembered.get(api.database_key(conn), {})
     for uuid in uuids:
         known.pop(uuid, None)
 

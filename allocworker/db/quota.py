@@ -163,6 +163,17 @@ def _params(project_ids, counted_types, servers_type):
             'servers_type': servers_type}
 
 
+# Resource names by class name ('' and None: servers), made once each.
+_resources = {'': rule.SERVERS, None: rule.SERVERS}
+
+
+def _resource(name):
+    resource = _resources.get(name)
+    if resource is None:
+        resource = _resources[name] = rule.CLASS_PREFIX + name
+    return resource
+
+
 class _Found(object):
     """What the usage reads found: {project_id: {resource: used}} under
     Nova's names, and the lock rows' decoded counts."""
@@ -170,31 +181,28 @@ class _Found(object):
     def __init__(self, project_ids, counted_types, servers_type):
         self.usage = {p: {} for p in project_ids}
         self.locked = {}
-        self._counted = (counted_types, servers_type)
+        self._counted = counted_types, servers_type
 
-    def shard(self, project_id, name, used):
-        if used:
-            resource = (rule.SERVERS if name is None
-                        else rule.CLASS_PREFIX + name)
-            usage = self.usage[project_id]
-            usage[resource] = usage.get(resource, 0) + int(used)
-
-    def lock_row(self, project_id, counts):
-        self.locked[project_id] = counts
+    def shards(self, project_id, named):
+        """Add {class name, or '' or None for servers: used}."""
+        usage = self.usage[project_id]
+        for name, used in named.items():
+            if used:
+                resource = _resource(name)
+                usage[resource] = usage.get(resource, 0) + int(used)
 
     def named(self, conn):
         """The usage, the lock rows' counts added under their classes'
-        names."""
-        counted = [(p,) + project_counters.counted(c, *self._counted)
-                   for p, c in self.locked.items() if c]
-        names = resource_classes.names_by_id(
-            conn, {class_id for _p, used, _s in counted for class_id in used})
-        for project_id, used, servers in counted:
-            self.shard(project_id, None, servers)
-            for class_id, amount in used.items():
-                # (A class is deleted only once nothing holds it.)
-                if class_id in names:
-                    self.shard(project_id, names[class_id], amount)
+        names (a class is deleted only once nothing holds it)."""
+        counted_types, servers_type = self._counted
+        ids = project_counters.class_ids(self.locked.values(), counted_types)
+        resources = {
+            str(class_id): _resource(name) for class_id, name in
+            resource_classes.names_by_id(conn, {int(i) for i in ids}).items()}
+        for project_id, counts in self.locked.items():
+            project_counters.add_counted(
+                self.usage[project_id], counts, counted_types, servers_type,
+                resources, rule.SERVERS)
         return self.usage
 
 
@@ -212,10 +220,9 @@ def _read(conn, project_ids, counted_types, servers_type):
         for project_id, name, used, counts in conn.execute(
                 _USAGE, _params(project_ids, counted_types, servers_type)):
             if counts is None:
-                found.shard(project_id, name, used)
+                found.shards(project_id, {name: used})
             else:
-                found.lock_row(project_id,
-                               project_counters.decode(counts))
+                found.locked[project_id] = project_counters.decode(counts)
     return found
 
 
@@ -250,9 +257,8 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
     for project_id, named in (counts or {}).items():
         locked = named.pop(_LOCK_MARK, None)
         if locked is not None:
-            found.lock_row(project_id, locked)
-        for name, used in named.items():
-            found.shard(project_id, name or None, used)
+            found.locked[project_id] = locked
+        found.shards(project_id, named)
     missing = [p for p in projects if p not in found.locked]
     if missing:
         lock_projects(conn, missing)

@@ -3,6 +3,7 @@
 import os_resource_classes
 import sqlalchemy as sa
 
+from allocworker.db import api
 from allocworker.db import names as names_table
 from allocworker.db import schema
 
@@ -28,7 +29,7 @@ def names_by_id(conn, class_ids):
 def _looked_up(conn, keys, key_column, value_column):
     if not keys:
         return {}
-    known = _standard.setdefault((str(conn.engine.url), key_column.name),
+    known = _standard.setdefault((api.database_key(conn), key_column.name),
                                  {})
     found = {k: known[k] for k in keys if k in known}
     missing = sorted(set(keys) - set(found))

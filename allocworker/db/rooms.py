@@ -163,7 +163,7 @@ def provider_id_range(conn, class_ids):
     ``ID_RANGE_SECONDS``: it only bounds a random start, which drawn over
     every provider id would land far more often on the first provider of
     a class after a run of ids that have none (sharing providers, roots)."""
-    key = (str(conn.engine.url), tuple(sorted(class_ids)))
+    key = (api.database_key(conn), tuple(sorted(class_ids)))
     known = _id_ranges.get(key)
     now = time.monotonic()
     if known is None or now - known[1] > ID_RANGE_SECONDS:

@@ -2,6 +2,7 @@
 
 import sqlalchemy as sa
 
+from allocworker.db import api
 from allocworker.db import facets
 from allocworker.db import names as names_table
 from allocworker.db import prepared
@@ -27,7 +28,7 @@ def standard_id(conn, name):
     """The id of the standard trait ``name`` (None if it is missing),
     remembered per database once found: standard traits are made by
     ``db sync`` and cannot be deleted."""
-    key = (str(conn.engine.url), name)
+    key = (api.database_key(conn), name)
     if key not in _standard:
         found = ids_by_name(conn, [name]).get(name)
         if found is None:
