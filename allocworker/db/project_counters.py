@@ -158,6 +158,25 @@ def set_counts(conn, rows):
                                    for p, c in rows])
 
 
+def forget_class(conn, class_id):
+    """Drop a class that is being deleted from the counts: its shard rows
+    and its entries in the lock rows (nothing holds the class any more,
+    so each count's parts add up to zero, and would not once one part
+    went away without the other)."""
+    conn.execute(sa.delete(_pu).where(_pu.c.resource_class_id == class_id))
+    key = str(class_id)
+    changed = []
+    for project, text in conn.execute(
+            sa.select(_locks.c.project_id, _locks.c.counts)
+            .where(_locks.c.counts.like('%%"%s":%%' % key))):
+        counts = decode(text)
+        if any(key in of_type for of_type in counts.values()):
+            for kind in list(counts):
+                _move(counts, kind, key, -counts[kind].get(key, 0))
+            changed.append((project, _encode(counts)))
+    set_counts(conn, changed)
+
+
 def shard(conn):
     """The shard rows ``conn``'s transaction moves: all of them on one,
     drawn at its first write. A transaction of several writes (a shared

@@ -5,6 +5,7 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import names as names_table
+from allocworker.db import project_counters
 from allocworker.db import schema
 
 _rc = schema.resource_classes
@@ -69,10 +70,10 @@ def in_use(conn, class_id):
 
 
 def delete(conn, class_id):
-    # Counter rows of a class nothing is allocated from any more (zero).
-    for counters in (schema.usages, schema.project_usages):
-        conn.execute(sa.delete(counters)
-                     .where(counters.c.resource_class_id == class_id))
+    # Counters of a class nothing is allocated from any more (zero).
+    conn.execute(sa.delete(schema.usages)
+                 .where(schema.usages.c.resource_class_id == class_id))
+    project_counters.forget_class(conn, class_id)
     conn.execute(sa.delete(_rc).where(_rc.c.id == class_id))
 
 

@@ -16,8 +16,10 @@ from oslo_context import context
 import pytest
 
 from allocworker.api import app
+from allocworker import books
 from allocworker import calls
 from allocworker.conf import CONF
+from allocworker.providers import resource_classes
 from allocworker.quota import limits as limit_source
 from tests.functional.helpers import assert_fault
 
@@ -359,3 +361,29 @@ def test_a_claim_is_judged_like_an_allocate(keystone, host):
     assert (placed['status'], placed['root_uuid']) == (200, host), placed
     assert_fault(claim(2), 403, 'quota.exceeded')
     assert claim(1)['status'] == 200
+
+
+def test_a_deleted_class_leaves_every_count_adding_up(keystone):
+    # A judged write counts the class in its project's lock row, the
+    # delete that empties the consumer (not judged) on the shard rows:
+    # deleting the class must drop both parts, not one.
+    name = 'CUSTOM_AW_%s' % uuid.uuid4().hex[:8].upper()
+    assert call('create_resource_class', name=name)['status'] == 200
+    rp = str(uuid.uuid4())
+    assert call('create_provider', uuid=rp, name=rp)['status'] == 200
+    assert call('set_inventories', provider_uuid=rp, provider_generation=0,
+                inventories={name: {'total': 10}})['status'] == 200
+    project, consumer = str(uuid.uuid4()), str(uuid.uuid4())
+    keystone.registered = {'class:%s' % name: 5}
+    keystone.refresh()
+    answer, = allocate([dict(item(consumer, 0, project), allocations={
+        rp: {name: 3}})])
+    assert answer['status'] == 200, answer
+    assert limits_of(project)['class:%s' % name][1] == 3
+    answer, = allocate([item(consumer, 0, project, generation=1)])
+    assert answer['status'] == 200, answer
+    assert call('set_inventories', provider_uuid=rp, provider_generation=2,
+                inventories={})['status'] == 200
+    deleted, = resource_classes.delete_resource_class(ADMIN, name)
+    assert deleted['status'] == 200, deleted
+    assert books.check() == []
