@@ -9,8 +9,8 @@ import pytest
 
 from tests.faults import cluster
 from tests.functional.conftest import (  # noqa: F401
-    database, ids, pytest_generate_tests, rpc, scratch, service_layer,
-    topic, worker_count)
+    broker_clients_closed, database, ids, pytest_generate_tests, rpc,
+    scratch, service_layer, topic, worker_count)
 
 
 @pytest.fixture(scope='session')

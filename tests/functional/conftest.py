@@ -17,6 +17,14 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize('backend', backends, scope='module')
 
 
+@pytest.fixture(scope='module', autouse=True)
+def broker_clients_closed():
+    """Each module's clients close their broker connections when it ends
+    (after its other fixtures, set up after this one, are torn down)."""
+    yield
+    services.close_clients()
+
+
 @pytest.fixture(scope='module')
 def scratch(tmp_path_factory):
     return str(tmp_path_factory.mktemp('aw'))
