@@ -228,9 +228,12 @@ project_locks = sa.Table(
 # consumer type so that ``[quota] counted_consumer_types`` can change
 # without a rebuild; an untyped consumer is counted under '' (as stored).
 # Each count is split over a few rows (``shard``, one chosen at random per
-# transaction; a count is the sum of its rows): a counter row stays locked
-# from a writer's upsert to its COMMIT, and without the split every two
-# concurrent writers of one project, limits on or off, would queue there.
+# transaction): a counter row stays locked from a writer's upsert to its
+# COMMIT, and without the split every two concurrent writers of one
+# project, limits on or off, would queue there. A writer holding the
+# project's lock moves its counts in ``project_locks.counts`` instead: a
+# count is the sum of its rows here and its entry there
+# (db/project_counters.py).
 project_usages = sa.Table(
     'project_usages', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),
