@@ -170,9 +170,10 @@ def forget_class(conn, class_id):
             sa.select(_locks.c.project_id, _locks.c.counts)
             .where(_locks.c.counts.like('%%"%s":%%' % key))):
         counts = decode(text)
-        if any(key in of_type for of_type in counts.values()):
-            for kind in list(counts):
-                _move(counts, kind, key, -counts[kind].get(key, 0))
+        kinds = [kind for kind, of_type in counts.items() if key in of_type]
+        for kind in kinds:
+            _move(counts, kind, key, -counts[kind][key])
+        if kinds:
             changed.append((project, _encode(counts)))
     set_counts(conn, changed)
 
