@@ -8,12 +8,16 @@ database with ``[quota] driver = unified_limits``, reading a real Keystone
 refuse. Both sets get the same items: consumers of 100 projects, chosen at
 random per item, so the limits-on rows pay for the project locks and the
 usage counts of a realistic spread rather than for one project's queue.
-The two are measured in turns of a fresh worker set each (``turns.py``;
-half of ``--seconds`` a turn), so a change in the machine's load falls on
+The two are measured in alternating windows, in rounds of a fresh pair
+of worker sets (``turns.py``), so a change in the machine's load falls on
 both alike. Each limits-on row's ceiling is its limits-off row: its ratio
 is the price.
+
+``AW_BENCH_LIMITS_AA=1`` leaves limits off in both sets (an A/A run:
+what the method itself reads as a price).
 """
 
+import os
 import random
 import tempfile
 
@@ -35,9 +39,12 @@ class Limits(object):
         for resource in ('class:VCPU', 'class:MEMORY_MB', 'servers'):
             self.keystone.registered_limit(resource, NEVER_REFUSES)
         self.projects = ['bench-limits-%d' % n for n in range(PROJECTS)]
-        self.turns = turns.Turns(bench, scratch, 'limits', {
-            'off': '', 'on': '[quota]\ndriver = unified_limits\n'
-            + self.keystone.oslo_limit_config()})
+        limited = '[quota]\ndriver = unified_limits\n' + \
+            self.keystone.oslo_limit_config()
+        if os.environ.get('AW_BENCH_LIMITS_AA'):
+            limited = ''
+        self.turns = turns.Turns(bench, scratch, 'limits',
+                                 {'off': '', 'on': limited})
 
     def close(self):
         self.keystone.stop()

@@ -1,15 +1,21 @@
 """Two worker configurations of one run measured in turns, for a price
 (metrics on against off, limits on against off): the same calls go to
-each in turns (off, on, on, off, off, on), so a change in the machine's
-load falls on both alike, and each turn starts a worker set of its own,
-warmed before it is measured.
+each in short windows, in rounds of a fresh worker set each.
 
-A fresh set per turn, because sets of one configuration differ: two
-sets started alike and kept for a whole run read 7-20% apart in worker
-CPU per call here (an A/A run of ``run.py --metrics`` with
+A fresh pair of sets per round, because sets of one configuration
+differ: two sets started alike and kept for a whole run read 7-20% apart
+in worker CPU per call here (an A/A run of ``run.py --metrics`` with
 ``AW_BENCH_METRICS_AA=1``, metrics off in both), more than the prices
 measured, and which of the two was the slower changed from run to run.
-Three sets a side average that out.
+Three rounds average that out.
+
+Short windows within a round, because the machine drifts: turns of one
+configuration measured 5 s each, one after the other, read 252 to 469
+calls a turn (session 17), slowly up and down over a minute. Within a
+round both sets stay up and the windows alternate (off, on, on, off, on,
+off, off, on: each side's windows sit at the same mean time and spread
+alike, so a drift that runs straight or bends once over the round falls
+on both alike), and the next round mirrors the order.
 """
 
 import os
@@ -18,10 +24,20 @@ from benchmarks import cpu
 from benchmarks.load import load, summary
 from tests.functional import services
 
-TURNS = ('off', 'on', 'on', 'off', 'off', 'on')
-# Seconds of calls a fresh set answers before it is measured (at most
-# half a turn).
+ROUNDS = 3
+WINDOWS = ('off', 'on', 'on', 'off', 'on', 'off', 'off', 'on')
+# Seconds of calls each fresh set answers before it is measured.
 WARM_SECONDS = 2
+# The shortest window: a 100-item call at c=16 takes 0.3 s.
+MIN_WINDOW_SECONDS = 1.0
+
+
+def windows(round_number):
+    """The order of a round's windows (every other round mirrored)."""
+    if round_number % 2 == 0:
+        return WINDOWS
+    mirror = {'off': 'on', 'on': 'off'}
+    return tuple(mirror[name] for name in WINDOWS)
 
 
 class Turns(object):
@@ -43,45 +59,66 @@ class Turns(object):
                 % bench.args.executor_threads + extras[name])
             self.sets[name] = config, services.BareClient(topic, timeout=120)
 
-    def _turn(self, name, call, concurrency, during):
-        bench = self.bench
-        config, client = self.sets[name]
-        worker = services.Worker(config).start(client)
+    def window_seconds(self):
+        """Each window's length: as much measured per side as three
+        turns of half ``--seconds`` each."""
+        per_side = 3 * self.bench.args.seconds / 2
+        return max(per_side / (ROUNDS * len(WINDOWS) / 2),
+                   MIN_WINDOW_SECONDS)
+
+    def _window(self, name, worker, call, concurrency, seconds, during):
+        client = self.sets[name][1]
+        stop = during(name) if during else None
+        pid = worker.process.pid
+        before = self.bench.meter.snapshot(), cpu.tree_seconds(pid)
         try:
-            load(lambda: call(client), concurrency,
-                 min(WARM_SECONDS, bench.args.seconds / 4))
-            stop = during(name) if during else None
-            pid = worker.process.pid
-            before = bench.meter.snapshot(), cpu.tree_seconds(pid)
-            try:
-                latencies, errors, elapsed = load(
-                    lambda: call(client), concurrency, bench.args.seconds / 2)
-            finally:
-                after = bench.meter.snapshot(), cpu.tree_seconds(pid)
-                if stop:
-                    stop()
+            latencies, errors, elapsed = load(lambda: call(client),
+                                              concurrency, seconds)
         finally:
-            worker.stop()
-        spent = bench.meter.spent(before[0], after[0])
+            after = self.bench.meter.snapshot(), cpu.tree_seconds(pid)
+            if stop:
+                stop()
+        spent = self.bench.meter.spent(before[0], after[0])
         spent['worker'] = after[1][0] - before[1][0]
         return latencies, errors, elapsed, spent, after[1][1] - before[1][1]
+
+    def _round(self, number, call, concurrency, during, measured):
+        order = windows(number)
+        workers = {}
+        try:
+            # Started and warmed in the order of the round's windows.
+            for name in order[:2]:
+                config, client = self.sets[name]
+                workers[name] = services.Worker(config).start(client)
+                load(lambda: call(client), concurrency,
+                     min(WARM_SECONDS, self.bench.args.seconds / 4))
+            seconds = self.window_seconds()
+            for name in order:
+                measured(name, self._window(name, workers[name], call,
+                                            concurrency, seconds, during))
+        finally:
+            for worker in workers.values():
+                worker.stop()
 
     def measure(self, call, concurrency, items_per_call=1, during=None):
         """``call(client)`` from ``concurrency`` threads in turns: {name:
         (summary..., CPU parts)} and {name: the sets' parents' CPU s}.
-        ``during(name)``, when given, runs as each turn is measured and
+        ``during(name)``, when given, runs as each window is measured and
         returns what stops it."""
         runs = {name: [[], [], 0.0, []] for name in self.sets}
         parents = dict.fromkeys(self.sets, 0.0)
-        for name in TURNS:
-            latencies, errors, elapsed, spent, parent = self._turn(
-                name, call, concurrency, during)
+
+        def measured(name, window):
+            latencies, errors, elapsed, spent, parent = window
             total = runs[name]
             total[0].extend(latencies)
             total[1].extend(errors)
             total[2] += elapsed
             total[3].append(spent)
             parents[name] += parent
+
+        for number in range(ROUNDS):
+            self._round(number, call, concurrency, during, measured)
         rows = {}
         for name, (latencies, errors, elapsed, spent) in runs.items():
             rows[name] = summary(latencies, errors, elapsed,
