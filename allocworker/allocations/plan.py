@@ -220,7 +220,13 @@ class Plan(plan_writes.Writing):
         left, exactly as if each were its own transaction run in that
         order; a failed item changes nothing for the next.
         """
-        self.state = db_providers.capacity_state(self.conn, set(self.locked))
+        if self.limits and self.prelocked.consumers is None:
+            # An allocate's own plan: one round trip locks its projects
+            # too (a claim's try locks them once its candidate fits).
+            self.state = self.limits.capacity_state(set(self.locked))
+        else:
+            self.state = db_providers.capacity_state(self.conn,
+                                                     set(self.locked))
         inventories, before = self.state.inventories, self.state.used
         self.warnings = {}
         if self.atomic:

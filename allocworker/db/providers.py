@@ -12,6 +12,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dml
 from allocworker import capacity
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db import prepared
 from allocworker.db import schema
 
 _p = schema.providers
@@ -242,14 +243,25 @@ CapacityState = collections.namedtuple(
     'CapacityState', ['inventories', 'used', 'class_ids'])
 
 
-_CAPACITY_STATE = (
-    sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
-              _u.c.used, _rc.c.id)
-    .join(_rc, _inv.c.resource_class_id == _rc.c.id)
-    .outerjoin(_u, sa.and_(
-        _u.c.provider_id == _inv.c.provider_id,
-        _u.c.resource_class_id == _inv.c.resource_class_id))
-    .where(_inv.c.provider_id.in_(sa.bindparam('ids', expanding=True))))
+def _capacity_select(provider_wanted):
+    return (sa.select(_inv.c.provider_id, _rc.c.name, *_inventory_columns(),
+                      _u.c.used, _rc.c.id)
+            .join(_rc, _inv.c.resource_class_id == _rc.c.id)
+            .outerjoin(_u, sa.and_(
+                _u.c.provider_id == _inv.c.provider_id,
+                _u.c.resource_class_id == _inv.c.resource_class_id))
+            .where(provider_wanted))
+
+
+_CAPACITY_STATE = _capacity_select(
+    _inv.c.provider_id.in_(sa.bindparam('ids', expanding=True)))
+# The same on PostgreSQL as SQL text, the providers bound as one array
+# (``%(ids)s``), planned for its values: for a statement that reads more
+# in the same round trip (``db.quota.capacity_and_locked_usage``).
+CAPACITY_STATE_PG = str(_capacity_select(prepared.any_of(
+    _inv.c.provider_id, 'ids', sa.Integer, 'postgresql')).compile(
+        dialect=postgresql_dml.dialect()))
+CAPACITY_STATE_COLUMNS = len(_CAPACITY_STATE.selected_columns)
 
 
 def capacity_state(conn, provider_ids):
@@ -260,10 +272,17 @@ def capacity_state(conn, provider_ids):
     statement reads every table at the snapshot it started with, so
     inventories and usages read in the locking statement itself could
     predate the commit of the writer whose lock it waited for."""
-    state = CapacityState({}, {}, {})
     if not provider_ids:
-        return state
-    for row in conn.execute(_CAPACITY_STATE, {'ids': sorted(provider_ids)}):
+        return CapacityState({}, {}, {})
+    return capacity_state_of(conn.execute(_CAPACITY_STATE,
+                                          {'ids': sorted(provider_ids)}))
+
+
+def capacity_state_of(rows):
+    """The CapacityState of ``_CAPACITY_STATE``'s rows (or of
+    ``CAPACITY_STATE_PG``'s)."""
+    state = CapacityState({}, {}, {})
+    for row in rows:
         key = (row[0], row[1])
         state.inventories[key] = capacity.Inventory(*row[2:8])
         state.class_ids[row[1]] = row[9]

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import prepared
+from allocworker.db import providers as db_providers
 from allocworker.db import project_counters
 from allocworker.db import resource_classes
 from allocworker.db import schema
@@ -136,8 +137,7 @@ _LOCK_MARK = '#'
 # through its key, where for ``= ANY(array)`` of unknown length it
 # scans the small tables whole (100 projects, 800 counter rows: 0.06
 # against 0.15 ms of execution).
-_LOCKED_USAGE_ONE_PG = prepared.Statement(
-    'allocworker_locked_project_usage_one', """
+_LOCKED_USAGE_ONE_PG_TEXT = """
 SELECT json_object_agg(coalesce(name, ''), used) FROM (
   SELECT rc.name, to_json(u.used) AS used
   FROM (SELECT resource_class_id, sum(used) AS used FROM project_usages
@@ -153,7 +153,9 @@ SELECT json_object_agg(coalesce(name, ''), used) FROM (
   SELECT '#', coalesce(counts, '{}')::json FROM project_locks
   WHERE project_id = %(project)s::text
 ) AS found
-""")
+"""
+_LOCKED_USAGE_ONE_PG = prepared.Statement(
+    'allocworker_locked_project_usage_one', _LOCKED_USAGE_ONE_PG_TEXT)
 
 
 def _params(project_ids, counted_types, servers_type):
@@ -238,22 +240,75 @@ def locked_usage(conn, project_ids, counted_types, servers_type):
         found = _read(conn, project_ids, counted_types, servers_type)
         project_counters.remember(conn, found.locked)
         return found.named(conn)
+    params = _params(project_ids, counted_types, servers_type)
+    read = _usage_read(params)
+    counts = prepared.in_one_round_trip(conn, [_LOCK_PG, read],
+                                        params).scalar()
+    return _locked(conn, params, counts, counted_types, servers_type)
+
+
+def capacity_and_locked_usage(conn, provider_ids, project_ids,
+                              counted_types, servers_type):
+    """(``providers.capacity_state``, ``locked_usage``) of a plan that
+    has locked its providers, in one round trip on PostgreSQL (a judged
+    single allocate pays no round trip for its limits); elsewhere
+    (capacity state, None), and the usage is read later."""
+    if not prepared.applies(conn.dialect) or not project_ids or \
+            not provider_ids:
+        return db_providers.capacity_state(conn, provider_ids), None
+    params = _params(project_ids, counted_types, servers_type)
+    params['ids'] = sorted(provider_ids)
+    both = _CAPACITY_AND_USAGE[_usage_read(params)]
+    rows, counts = [], None
+    for row in prepared.in_one_round_trip(conn, [_LOCK_PG, both], params):
+        if row[0] is None:
+            counts = row[-1]
+        else:
+            rows.append(row)
+    state = db_providers.capacity_state_of(rows)
+    return state, _locked(conn, params, counts, counted_types, servers_type)
+
+
+def _beside_capacity(usage):
+    """The providers' capacity rows, then a row of NULLs but for the
+    usage (a round trip returns one result)."""
+    return 'SELECT *, NULL::json FROM (%s) AS capacity UNION ALL ' \
+        'SELECT %s(%s)' % (db_providers.CAPACITY_STATE_PG,
+                           'NULL, ' * db_providers.CAPACITY_STATE_COLUMNS,
+                           usage)
+
+
+# By the usage read they stand for; prepared as those are.
+_CAPACITY_AND_USAGE = {
+    _LOCKED_USAGE_ONE_PG: prepared.Statement(
+        'allocworker_capacity_and_project_usage_one',
+        _beside_capacity(_LOCKED_USAGE_ONE_PG_TEXT)),
+    _LOCKED_USAGE_PG: prepared.Statement(
+        'allocworker_capacity_and_project_usage',
+        _beside_capacity(_LOCKED_USAGE_PG_TEXT)),
+    _LOCKED_USAGE_PG_TEXT: _beside_capacity(_LOCKED_USAGE_PG_TEXT)}
+
+
+def _usage_read(params):
+    """The statement that reads the usage of ``params``' projects (for
+    one project, its own: bound as ``project``)."""
     # (The lock and the read bind the projects under one name: psycopg2
     # adapts a list once per name, 0.035 ms for 63 projects.)
-    params = _params(project_ids, counted_types, servers_type)
     projects = params['projects']
     if len(projects) == 1:
         params['project'] = projects[0]
-        read = _LOCKED_USAGE_ONE_PG
-    elif len(projects) <= PREPARED_UP_TO:
-        read = _LOCKED_USAGE_PG
-    else:
-        read = _LOCKED_USAGE_PG_TEXT
-    counts = prepared.in_one_round_trip(conn, [_LOCK_PG, read],
-                                        params).scalar()
-    if read is _LOCKED_USAGE_ONE_PG:
+        return _LOCKED_USAGE_ONE_PG
+    if len(projects) <= PREPARED_UP_TO:
+        return _LOCKED_USAGE_PG
+    return _LOCKED_USAGE_PG_TEXT
+
+
+def _locked(conn, params, counts, counted_types, servers_type):
+    """``locked_usage`` of what its PostgreSQL statement read."""
+    projects = params['projects']
+    if 'project' in params:
         counts = {projects[0]: counts} if counts else None
-    found = _Found(project_ids, counted_types, servers_type)
+    found = _Found(projects, counted_types, servers_type)
     for project_id, named in (counts or {}).items():
         locked = named.pop(_LOCK_MARK, None)
         if locked is not None:

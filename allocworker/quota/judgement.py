@@ -4,12 +4,14 @@
 judged requests and reads the limits (a process's first read waits for
 Keystone, before any lock is held). The projects are locked and their
 usage read only when the first item reaches its limits, after its
-capacity and group rules: by then the transaction holds its consumers,
-groups and providers, so the project locks come last in the global lock
-order and are held only for the judging, the write and the commit (a
-writer of a busy project no longer queues for its whole transaction;
-``db.quota``, project_id order; one statement reads the usage counters,
-kept by every write, whatever the projects' size). A concurrent writer
+capacity and group rules, or, for an allocate on PostgreSQL, with the
+providers' capacity state in its round trip (``capacity_state``): by
+then the transaction holds its consumers, groups and providers, so the
+project locks come last in the global lock order and are held only for
+the judging, the write and the commit (a writer of a busy project no
+longer queues for its whole transaction; ``db.quota``, project_id order;
+one statement reads the usage counters, kept by every write, whatever the
+projects' size). A concurrent writer
 of the same project has then either committed (and is counted) or
 waits. Each item is judged against the usage the items before it in the
 transaction left (``judge``), or, in an atomic batch, on the combined
@@ -129,15 +131,29 @@ class Judgement(object):
 
     def _read(self):
         if self._usage is None:
-            self._usage = db_quota.locked_usage(
-                self.conn, self.limits, self.counted, rule.SERVERS_TYPE)
-            for deltas in self._before_read:
-                self._count(deltas)
-            if self._most is not None:
-                self._near = {p for p, limits in self.limits.items()
-                              if limits is None or not rule.within(
-                                  limits, self._usage[p],
-                                  self._most.get(p, {}))}
+            self._took(db_quota.locked_usage(
+                self.conn, self.limits, self.counted, rule.SERVERS_TYPE))
+
+    def capacity_state(self, provider_ids):
+        """The locked providers' ``capacity_state``, the projects locked
+        and their usage read in the same round trip where the database
+        allows (PostgreSQL): the project locks are then taken before the
+        capacity rules are judged, still last in the lock order."""
+        state, usage = db_quota.capacity_and_locked_usage(
+            self.conn, provider_ids, self.limits, self.counted,
+            rule.SERVERS_TYPE)
+        if usage is not None:
+            self._took(usage)
+        return state
+
+    def _took(self, usage):
+        self._usage = usage
+        for deltas in self._before_read:
+            self._count(deltas)
+        if self._most is not None:
+            self._near = {p for p, limits in self.limits.items()
+                          if limits is None or not rule.within(
+                              limits, usage[p], self._most.get(p, {}))}
 
     def _passes(self, request, consumer):
         """True if the item moves the usage of no project judged item by
