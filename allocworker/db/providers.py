@@ -256,8 +256,10 @@ def _capacity_select(provider_wanted):
 _CAPACITY_STATE = _capacity_select(
     _inv.c.provider_id.in_(sa.bindparam('ids', expanding=True)))
 # The same on PostgreSQL as SQL text, the providers bound as one array
-# (``%(ids)s``), planned for its values: for a statement that reads more
-# in the same round trip (``db.quota.capacity_and_locked_usage``).
+# (``%(ids)s``): for a statement that reads more in the same round trip
+# (``db.quota.capacity_and_locked_usage``, which prepares it beside the
+# usage read of up to 8 projects and plans it for its values beside
+# that of more).
 CAPACITY_STATE_PG = str(_capacity_select(prepared.any_of(
     _inv.c.provider_id, 'ids', sa.Integer, 'postgresql')).compile(
         dialect=postgresql_dml.dialect()))
