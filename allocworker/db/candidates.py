@@ -1,10 +1,6 @@
 """Queries for allocation candidates and provider searches: the filtering
-is done here, in SQL, so a request never reads every provider.
-
-A ``Filters`` names trait and class ids already resolved: ``required``
-(trait ids, all needed), ``any_traits`` (sets of trait ids, one of each),
-``forbidden`` (trait ids), ``member_of`` (sets of aggregate uuids, one of
-each), ``forbidden_aggregates`` (aggregate uuids).
+is done here, in SQL (``db/filters.py``), so a request never reads every
+provider.
 """
 
 import collections
@@ -13,6 +9,7 @@ import functools
 import sqlalchemy as sa
 
 from allocworker import capacity
+from allocworker.db import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
 
@@ -24,39 +21,7 @@ _pt = schema.provider_traits
 _t = schema.traits
 _pa = schema.provider_aggregates
 
-Filters = collections.namedtuple('Filters', [
-    'required', 'any_traits', 'forbidden', 'member_of',
-    'forbidden_aggregates'])
-NO_FILTERS = Filters((), (), (), (), ())
-
 Node = collections.namedtuple('Node', ['id', 'uuid', 'parent_id', 'root_id'])
-
-
-def _has_traits(column, trait_ids):
-    return sa.exists().where(_pt.c.provider_id == column,
-                             _pt.c.trait_id.in_(sorted(trait_ids)))
-
-
-def _in_aggregates(column, aggregates):
-    return sa.exists().where(_pa.c.provider_id == column,
-                             _pa.c.aggregate_uuid.in_(sorted(aggregates)))
-
-
-def trait_clauses(column, filters):
-    """The provider in ``column`` carries the traits ``filters`` ask."""
-    clauses = [_has_traits(column, [t]) for t in sorted(filters.required)]
-    clauses += [_has_traits(column, ids) for ids in filters.any_traits]
-    if filters.forbidden:
-        clauses.append(~_has_traits(column, filters.forbidden))
-    return clauses
-
-
-def aggregate_clauses(column, filters):
-    clauses = [_in_aggregates(column, aggs) for aggs in filters.member_of]
-    if filters.forbidden_aggregates:
-        clauses.append(~_in_aggregates(column,
-                                       filters.forbidden_aggregates))
-    return clauses
 
 
 def _room(amount):
@@ -92,8 +57,9 @@ def roots(conn, after=None, count=None, before=None, required=(),
     if only is not None:
         query = query.where(prepared.one_of(_p.c.id, only, sa.Integer,
                                             conn.dialect.name))
-    query = query.where(*trait_clauses(
-        _p.c.id, Filters(required, (), forbidden, (), ())))
+    query = query.where(*db_filters.trait_clauses(
+        _p.c.id, db_filters.Filters(required, (), forbidden, (), ()),
+        conn.dialect.name))
     if count is not None:
         query = query.limit(count)
     return [row[0] for row in conn.execute(query)]
@@ -130,7 +96,7 @@ def _anchored_at(column, ranged, dialect, few):
     return listed(column, 'roots', sa.Integer, dialect)
 
 
-def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
+def suppliers(conn, roots, class_id, amount, filters=db_filters.NO_FILTERS,
               tree_filters=None, in_tree=None, sharing_trait=None,
               sharing_filters=None):
     """(provider id, anchor root id) pairs of providers that have room for
@@ -152,9 +118,10 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
     # providers; many: from the few sharing providers out to the trees.
     from_trees = not ranged and len(roots) <= _FEW_ROOTS
     query = _supplier_query(
-        ranged, class_id is not None, hashable(filters),
-        hashable(tree_filters), in_tree is not None,
-        hashable(sharing_filters) if sharing else None, from_trees,
+        ranged, class_id is not None, db_filters.hashable(filters),
+        db_filters.hashable(tree_filters), in_tree is not None,
+        db_filters.hashable(sharing_filters) if sharing else None,
+        from_trees,
         conn.dialect.name)
     bound = {'class_id': class_id, 'amount': amount, 'in_tree': in_tree,
              'sharing_trait': sharing_trait}
@@ -166,15 +133,6 @@ def suppliers(conn, roots, class_id, amount, filters=NO_FILTERS,
 
 
 _FEW_ROOTS = 64
-
-
-def hashable(filters):
-    """``filters`` (a Filters, or None) as a value a dict can key on."""
-    if filters is None:
-        return None
-    return Filters(*(tuple(tuple(sorted(v))
-                           if isinstance(v, (list, set, frozenset, tuple))
-                           else v for v in field) for field in filters))
 
 
 @functools.lru_cache(maxsize=256)
@@ -193,11 +151,12 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
                      from_trees))
     if with_class:
         direct = _with_room(direct, _p.c.id, class_id, amount)
-    direct = direct.where(*trait_clauses(_p.c.id, filters),
-                          *aggregate_clauses(_p.c.id, filters))
+    direct = direct.where(
+        *db_filters.trait_clauses(_p.c.id, filters, dialect),
+        *db_filters.aggregate_clauses(_p.c.id, filters, dialect))
     if tree_filters is not None:
-        direct = direct.where(_either(_p.c.id, _p.c.root_provider_id,
-                                      tree_filters))
+        direct = direct.where(db_filters.either(
+            _p.c.id, _p.c.root_provider_id, tree_filters, dialect))
     if in_tree:
         direct = direct.where(_p.c.root_provider_id ==
                               sa.bindparam('in_tree', type_=sa.Integer))
@@ -248,35 +207,18 @@ def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
         sharing.c.trait_id == sa.bindparam('sharing_trait', type_=sa.Integer),
         _anchored_at(member.c.root_provider_id, ranged, dialect,
                      from_trees))
-    anchored = anchored.where(*trait_clauses(shared.c.id, sharing_filters),
-                              *aggregate_clauses(shared.c.id,
-                                                 sharing_filters))
+    anchored = anchored.where(
+        *db_filters.trait_clauses(shared.c.id, sharing_filters, dialect),
+        *db_filters.aggregate_clauses(shared.c.id, sharing_filters,
+                                      dialect))
     if tree_filters is not None:
-        anchored = anchored.where(_either(shared.c.id,
-                                          member.c.root_provider_id,
-                                          tree_filters))
+        anchored = anchored.where(db_filters.either(
+            shared.c.id, member.c.root_provider_id, tree_filters, dialect))
     if in_tree:
         anchored = anchored.where(shared.c.root_provider_id ==
                                   sa.bindparam('in_tree', type_=sa.Integer))
     return prepared.Core(sa.union(direct, anchored),
                          prepare=from_trees)
-
-
-def _either(provider, root, filters):
-    """Placement's rule for the unnumbered group: the provider or its
-    anchor root is in the aggregates asked, and neither is in a forbidden
-    one."""
-    clauses = []
-    if filters.member_of:
-        clauses.append(sa.or_(sa.and_(*aggregate_clauses(
-            provider, filters._replace(forbidden_aggregates=()))),
-            sa.and_(*aggregate_clauses(
-                root, filters._replace(forbidden_aggregates=())))))
-    if filters.forbidden_aggregates:
-        for column in (provider, root):
-            clauses.append(~_in_aggregates(column,
-                                           filters.forbidden_aggregates))
-    return sa.and_(sa.true(), *clauses)
 
 
 def nodes(conn, root_ids=(), provider_ids=()):
@@ -386,7 +328,8 @@ def sharing_anchors(conn, root_id, sharing_trait):
              .join(theirs, theirs.c.aggregate_uuid == own.c.aggregate_uuid)
              .join(member, member.c.id == theirs.c.provider_id)
              .where(shared.c.root_provider_id == root_id,
-                    _has_traits(shared.c.id, [sharing_trait])))
+                    db_filters.has_traits(shared.c.id, [sharing_trait],
+                                          conn.dialect.name)))
     return {row[0] for row in conn.execute(query)}
 
 
@@ -396,8 +339,8 @@ def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
     every (class id, amount) of ``resources``, and are in the tree of root
     id ``in_tree`` when given (Placement's provider list filters)."""
     query = sa.select(_p.c.uuid).where(
-        *trait_clauses(_p.c.id, filters),
-        *aggregate_clauses(_p.c.id, filters))
+        *db_filters.trait_clauses(_p.c.id, filters, conn.dialect.name),
+        *db_filters.aggregate_clauses(_p.c.id, filters, conn.dialect.name))
     if in_tree is not None:
         query = query.where(_p.c.root_provider_id == in_tree)
     if name is not None:

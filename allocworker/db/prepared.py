@@ -128,15 +128,28 @@ class Core(object):
 
     def execute(self, conn, params, before=()):
         """The statement's result; ``before``: plain SQL texts without
-        parameters, run first (in the same round trip when prepared)."""
-        if self._prepared is None and applies(conn.dialect):
-            self._compile(conn)
-        if self._prepared is False or not applies(conn.dialect):
-            for text in before:
-                conn.exec_driver_sql(text)
+        parameters, or other ``Core`` statements run with the same
+        ``params``, run first (in the same round trip when every one is
+        prepared)."""
+        cores = [part for part in before + (self,) if isinstance(part, Core)]
+        if applies(conn.dialect):
+            for core in cores:
+                if core._prepared is None:
+                    core._compile(conn)
+        if any(core._prepared is False for core in cores) or not applies(
+                conn.dialect):
+            for part in before:
+                if isinstance(part, Core):
+                    conn.execute(part.statement, params)
+                else:
+                    conn.exec_driver_sql(part)
             return conn.execute(self.statement, params)
-        return in_one_round_trip(conn, list(before) + [self._prepared],
-                                 dict(self._values, **params))
+        values = {}
+        for core in cores:
+            values.update(core._values)
+        return in_one_round_trip(
+            conn, [part._prepared if isinstance(part, Core) else part
+                   for part in before + (self,)], dict(values, **params))
 
     def _compile(self, conn):
         compiled = self.statement.compile(dialect=conn.dialect)

@@ -53,23 +53,33 @@ class Try(object):
         None (the try undone) unless every one of them is now locked by
         this transaction, else ({id: Locked}, as ``providers.lock``
         answers, and the units used in the tree of the root id
-        ``tree_of`` when given, read in the same statement,
-        ``rooms.tree_used``). SQLite has one writer at a time: nothing is
-        ever taken there."""
+        ``tree_of`` when given, ``rooms.tree_used``). SQLite has one
+        writer at a time: nothing is ever taken there.
+
+        The tree's units are read by a statement of their own, after
+        the one that locks: read in the locking statement they came from
+        its snapshot, taken before the lock, so a writer that committed
+        in that instant went unseen (a ``spread`` claim then doubled up
+        on its host). The second statement locks the same rows again
+        (instantly: they are this transaction's) and runs in the same
+        round trip on PostgreSQL."""
         if not provider_ids:
             self.begin()
             return {}, None
         bound = {'ids': sorted(provider_ids)}
-        if tree_of is not None:
-            bound['root'] = tree_of
-        query = _lock_unless_taken_query(tree_of is not None,
-                                         self.conn.dialect.name)
+        dialect = self.conn.dialect.name
         if self._own:
-            rows = query.execute(self.conn, bound, before=(
-                'SAVEPOINT %s' % _SAVEPOINT,)).all()
+            before = ('SAVEPOINT %s' % _SAVEPOINT,)
         else:
             self.begin()
-            rows = query.execute(self.conn, bound).all()
+            before = ()
+        query = _lock_unless_taken_query(False, dialect)
+        if tree_of is not None:
+            bound['root'] = tree_of
+            if dialect != 'sqlite':
+                before += (query,)
+            query = _lock_unless_taken_query(True, dialect)
+        rows = query.execute(self.conn, bound, before=before).all()
         if len(rows) != len(set(provider_ids)):
             self.undo()
             return None

@@ -10,6 +10,7 @@ from allocworker.providers import rules as providers
 from allocworker import validation
 from allocworker.db import api as db
 from allocworker.db import candidates as db_candidates
+from allocworker.db import filters as db_filters
 from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 from allocworker.db import traits as db_traits
@@ -34,7 +35,7 @@ def find_providers(context, name=None, uuid=None, group=None):
 def _matching(conn, name, uuid, group):
     if group is None:
         return db_candidates.matching_providers(
-            conn, db_candidates.NO_FILTERS, name=name, uuid=uuid)
+            conn, db_filters.NO_FILTERS, name=name, uuid=uuid)
     traits = group.required | group.forbidden | frozenset().union(
         *group.any_traits)
     trait_ids = db_traits.ids_by_name(conn, traits)
@@ -53,7 +54,7 @@ def _matching(conn, name, uuid, group):
         if anchor is None:
             return []
         in_tree = anchor.root_id
-    filters = db_candidates.Filters(
+    filters = db_filters.Filters(
         [trait_ids[t] for t in group.required],
         [[trait_ids[t] for t in names] for names in group.any_traits],
         [trait_ids[t] for t in group.forbidden],

@@ -50,6 +50,8 @@ from allocworker.conf import CONF
 from allocworker import policy
 from allocworker.db import api as db
 from allocworker.db import candidates as db_candidates
+from allocworker.db import filters as db_filters
+from allocworker.db import narrowing as db_narrowing
 from allocworker.db import resource_classes as db_classes
 from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
@@ -72,9 +74,10 @@ Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
                                              'root_uuid', 'resources',
                                              'traits'])
 # One group's search: its classes as (name, id, amount), the SQL filters.
+# ``asked``: every filter of the group, as asked (narrowing.Scope's input).
 _Plan = collections.namedtuple('_Plan', [
     'group', 'classes', 'filters', 'tree_filters', 'sharing_filters',
-    'in_tree'])
+    'in_tree', 'asked'])
 
 
 def allocation_candidates(context, request, limit=None, nested=True):
@@ -108,7 +111,8 @@ def windowed(conn, request, strategy, size):
     amounts = windows.anchoring_amounts(request, prepared.class_ids,
                                         prepared.shared_classes)
     seen = set()
-    for window in windows.windows(conn, amounts, strategy, size):
+    for window in windows.windows(conn, amounts, strategy, size,
+                                  prepared.scope):
         if window is None:
             yield _weighed(conn, _every(conn, prepared, seen, None))
             return
@@ -127,7 +131,7 @@ def windowed(conn, request, strategy, size):
 
 _Prepared = collections.namedtuple('_Prepared', [
     'search', 'class_ids', 'shared_classes', 'allowed', 'root_required',
-    'root_forbidden', 'filtered'])
+    'root_forbidden', 'filtered', 'scope'])
 
 
 def _prepare(conn, request, nested, distinct=False):
@@ -151,13 +155,23 @@ def _prepare(conn, request, nested, distinct=False):
             allowed = anchors if allowed is None else allowed & anchors
     search = combine.Search(conn, request, plans, sharing, nested,
                             Candidate, distinct, shared)
+    root_required = [trait_ids[t] for t in request.root_required]
+    root_forbidden = [trait_ids[t] for t in request.root_forbidden]
+    scope = windows.scope_of(plans, root_required, root_forbidden, shared,
+                             allowed)
+    admitted = db_narrowing.admitted_roots(conn, scope)
+    if admitted is not None:
+        if not admitted:
+            return None
+        # Those roots meet every root condition: only the providers'
+        # own filters are left to judge.
+        allowed = frozenset(admitted)
+        scope = db_narrowing.Scope(allowed, (), (), (), scope.by_class)
     # Root filters leave gaps between a slice's roots.
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)
-    return _Prepared(search, class_ids, shared, allowed,
-                     [trait_ids[t] for t in request.root_required],
-                     [trait_ids[t] for t in request.root_forbidden],
-                     filtered)
+    return _Prepared(search, class_ids, shared, allowed, root_required,
+                     root_forbidden, filtered, scope)
 
 
 def _find(conn, request, limit, randomize, nested):
@@ -299,23 +313,23 @@ def _plan(conn, group, class_ids, trait_ids):
         in_tree = anchor.root_id
     classes = [(name, class_ids[name], amount)
                for name, amount in sorted(group.resources.items())]
-    ids = db_candidates.Filters(
+    ids = db_filters.Filters(
         [trait_ids[t] for t in group.required],
         [[trait_ids[t] for t in names] for names in group.any_traits],
         [trait_ids[t] for t in group.forbidden],
         group.member_of, group.forbidden_aggregates)
     if group.single_provider:
-        return _Plan(group, classes, ids, None, ids, in_tree)
+        return _Plan(group, classes, ids, None, ids, in_tree, ids)
     # The unnumbered group: traits are judged on the providers a candidate
     # uses together (only a forbidden one can be ruled out per provider).
-    own = db_candidates.Filters((), (), ids.forbidden, (), ())
-    tree = db_candidates.Filters((), (), (), ids.member_of,
-                                 ids.forbidden_aggregates)
+    own = db_filters.Filters((), (), ids.forbidden, (), ())
+    tree = db_filters.Filters((), (), (), ids.member_of,
+                              ids.forbidden_aggregates)
     shared = None
     if in_tree is None:
-        shared = db_candidates.Filters((), (), ids.forbidden, ids.member_of,
-                                       ())
-    return _Plan(group, classes, own, tree, shared, in_tree)
+        shared = db_filters.Filters((), (), ids.forbidden, ids.member_of,
+                                    ())
+    return _Plan(group, classes, own, tree, shared, in_tree, ids)
 
 
 def _slices(conn, prepared, randomize):

@@ -8,6 +8,7 @@ import itertools
 
 from allocworker import capacity
 from allocworker.db import candidates as db_candidates
+from allocworker.db import filters as db_filters
 from allocworker.db import traits as db_traits
 
 # One way to meet one group: the providers it maps to (ids, in order),
@@ -114,7 +115,7 @@ class Search(object):
                     class_id not in self.offered_by_sharing:
                 sharing = None  # a cheaper statement, the same rows
             asked = (class_id, amount, plan.in_tree) + tuple(
-                db_candidates.hashable(f) for f in (
+                db_filters.hashable(f) for f in (
                     plan.filters, plan.tree_filters, sharing))
             rows = read.get(asked)
             if rows is None:

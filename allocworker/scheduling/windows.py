@@ -26,8 +26,11 @@ over every requested class (``choosing.ordered``); the window decides
 only which roots are weighed, not which one wins among them.
 """
 
+import collections
 import random
 
+from allocworker.db import filters as db_filters
+from allocworker.db import narrowing
 from allocworker.db import rooms as db_rooms
 from allocworker.scheduling import choosing
 
@@ -44,17 +47,75 @@ def anchoring_amounts(request, class_ids, shared):
     return {c: a for c, a in amounts.items() if c not in shared}
 
 
-def windows(conn, amounts, strategy, size):
-    """Sets of root ids, each new, a window at a time (see above); a
-    single ``None`` when there is no anchoring class."""
+def scope_of(plans, root_required, root_forbidden, shared, roots=None):
+    """The ``db/narrowing.Scope`` of a request searched by ``plans`` (one
+    per group: its classes, the filters it asks of its providers), with
+    ``root_required`` and ``root_forbidden`` trait ids, ``shared`` the
+    class ids a sharing provider offers, and ``roots`` the roots its
+    ``in_tree`` allows (or None).
+
+    A group that asks some class no sharing provider offers takes it
+    from a provider of the candidate's own tree, so what the group asks
+    of that provider holds somewhere in the tree (for the unnumbered
+    group: each trait on some provider, each aggregate on some provider
+    or the root), and on the provider itself for the class. A group
+    whose classes sharing providers may all serve says nothing of the
+    tree."""
+    trees, by_class = [], collections.defaultdict(list)
+    for plan in plans:
+        anchoring = [c for _n, c, _a in plan.classes if c not in shared]
+        trees += _asked_of_the_tree(plan, anchoring, shared)
+        for class_id in anchoring:
+            by_class[class_id].append((plan.filters, plan.tree_filters))
+    unfiltered = db_filters.hashable(db_filters.NO_FILTERS)
+    by_class = {
+        c: tuple(alternatives) for c, alternatives in by_class.items()
+        if not any(db_filters.hashable(own) == unfiltered and
+                   (tree is None or not any(tree))
+                   for own, tree in alternatives)}
+    return narrowing.Scope(None if roots is None else frozenset(roots),
+                           tuple(root_required), tuple(root_forbidden),
+                           tuple(trees), by_class)
+
+
+def _asked_of_the_tree(plan, anchoring, shared):
+    """The ``Filters`` that some provider of a candidate's tree meets for
+    ``plan``'s group, given its ``anchoring`` classes."""
+    if not anchoring:
+        return []
+    asked = plan.asked
+    if plan.group.single_provider:
+        positive = db_filters.Filters(asked.required, asked.any_traits,
+                                      (), asked.member_of, ())
+        return [positive] if any(positive) else []
+    found = [db_filters.Filters((), (), (), (aggregates,), ())
+             for aggregates in asked.member_of]
+    if all(c not in shared for _n, c, _a in plan.classes):
+        # Traits of the unnumbered group are met by the providers it
+        # uses together; with no sharing provider among them, those are
+        # all in the tree.
+        found += [db_filters.Filters((trait,), (), (), (), ())
+                  for trait in asked.required]
+        found += [db_filters.Filters((), (traits,), (), (), ())
+                  for traits in asked.any_traits]
+    return found
+
+
+def windows(conn, amounts, strategy, size, scope=None):
+    """Sets of root ids, each new, a window at a time (see above), of
+    the providers ``scope`` (``db/narrowing.Scope``) admits; a single
+    ``None`` when there is no anchoring class."""
     if not amounts:
         yield None
+        return
+    if scope is not None and scope.roots is not None:
+        yield from _within(conn, amounts, strategy, size, scope)
         return
     most_first = strategy == choosing.SPREAD
     after = dict.fromkeys(amounts)
     seen = set()
     if most_first:
-        window = _among_the_roomiest(conn, amounts, size)
+        window = _among_the_roomiest(conn, amounts, size, scope)
         seen |= window
         if window:
             yield window
@@ -62,7 +123,7 @@ def windows(conn, amounts, strategy, size):
         window, read_out = set(), False
         for class_id, amount in sorted(amounts.items()):
             rows = db_rooms.roomiest(conn, class_id, amount, most_first,
-                                     after[class_id], size)
+                                     after[class_id], size, scope)
             if rows:
                 after[class_id] = (rows[-1].free, rows[-1].provider_id)
             window.update(row.root_id for row in rows)
@@ -75,7 +136,7 @@ def windows(conn, amounts, strategy, size):
             return
 
 
-def _among_the_roomiest(conn, amounts, size):
+def _among_the_roomiest(conn, amounts, size, scope):
     """``spread``'s first window: for each class, ``size`` providers
     from a random place among those that share the most room (on a
     uniform cloud, all of them), so that concurrent claims start on
@@ -85,4 +146,30 @@ def _among_the_roomiest(conn, amounts, size):
     if ids is None:
         return set()
     return {row.root_id for row in db_rooms.roomiest_from(
-        conn, amounts, random.randint(*ids), size)}
+        conn, amounts, random.randint(*ids), size, scope)}
+
+
+def _within(conn, amounts, strategy, size, scope):
+    """``windows`` over the few roots ``scope`` names: their providers'
+    room read at once and ranked here, in the strategy's order, roots
+    of equal room in one random order (so that concurrent claims into
+    one zone start apart). The providers' own filters are left to the
+    search: a window may hold a root they rule out, never miss one."""
+    most_first = strategy == choosing.SPREAD
+    lists = {class_id: [] for class_id in amounts}
+    for class_id, room in db_rooms.within(conn, scope.roots, amounts):
+        if room.free >= amounts[class_id]:
+            lists[class_id].append(room)
+    draw = collections.defaultdict(random.random)
+    seen = set()
+    for rooms in lists.values():
+        rooms.sort(key=lambda room: (-room.free if most_first else
+                                     room.free, draw[room.root_id]))
+    for start in range(0, max(map(len, lists.values())), size):
+        window = {room.root_id for rooms in lists.values()
+                  for room in rooms[start:start + size]} - seen
+        seen |= window
+        if window:
+            yield window
+        if any(len(rooms) <= start + size for rooms in lists.values()):
+            return
