@@ -12,8 +12,10 @@ scheduling_opts = [
                     'fits (pack). A claim tries the candidates of one '
                     'window, best first, and reads the next window only '
                     'when none of them fits, so its cost follows this '
-                    'number, not the size of the cloud. Larger windows '
-                    'weigh more hosts per claim at more cost.'),
+                    'number (and, for a request whose filters admit only '
+                    'some hosts, how many they admit), not the size of '
+                    'the cloud. Larger windows weigh more hosts per claim '
+                    'at more cost.'),
     cfg.IntOpt('shared_claim_items', default=32, min=1, max=48,
                help='Most items of concurrent claim calls (not atomic) one '
                     'worker process places in one shared transaction, '

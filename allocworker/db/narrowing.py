@@ -34,15 +34,18 @@ from allocworker.db import prepared
 from allocworker.db import schema
 
 _p = schema.providers
+_pa = schema.provider_aggregates
+_pt = schema.provider_traits
 
 Scope = collections.namedtuple('Scope', [
     'roots', 'root_required', 'root_forbidden', 'trees', 'by_class'])
 EVERYWHERE = Scope(None, (), (), (), {})
 
-# Past this many roots, listing the admitted roots costs more than
-# walking the room index under the filters: a filter that admits so
-# many finds a window's roots after a few pages of the index.
-FEW_ROOTS = 1000
+# Past this many roots, reading every provider of the admitted roots
+# costs more than walking the room index under the filters: a filter
+# that admits so many finds a window's roots after a few pages of the
+# index.
+FEW_ROOTS = 2000
 
 
 def key(scope):
@@ -61,21 +64,61 @@ def key(scope):
                       scope.by_class.items())))
 
 
-def admitted_roots(conn, scope, most=FEW_ROOTS):
-    """The sorted root ids that ``scope``'s root conditions admit, read
-    from the most selective filter's index outwards; None when it names
-    no condition that admits only some roots (aggregates, traits asked
-    of the root or of a tree) or when more than ``most`` are admitted
-    (a filter that admits that many narrows the room index walk
-    enough)."""
-    if scope.roots is not None or not (scope.trees or scope.root_required):
+def admitted_roots(conn, scope):
+    """The sorted root ids that every root condition of ``scope``
+    admits; None when it names no condition that admits only some roots
+    (roots named, aggregates, traits asked of the root or of a tree), or
+    when more than ``FEW_ROOTS`` are admitted (a filter that admits that
+    many narrows the room index walk enough)."""
+    dialect = conn.dialect.name
+    if scope.roots is not None:
+        if not (scope.trees or scope.root_required or scope.root_forbidden):
+            return sorted(scope.roots)
+        return sorted(row[0] for row in conn.execute(
+            sa.select(_p.c.id).where(*root_clauses(_p.c.id, scope,
+                                                   dialect))))
+    if not (scope.trees or scope.root_required):
         return None
-    query = (sa.select(_p.c.id)
-             .where(_p.c.parent_provider_id.is_(None),
-                    *root_clauses(_p.c.id, scope, conn.dialect.name))
-             .order_by(_p.c.id).limit(most + 1))
-    found = [row[0] for row in conn.execute(query)]
-    return found if len(found) <= most else None
+    found = {row[0] for row in conn.execute(
+        _from_a_facet(scope, dialect).limit(FEW_ROOTS + 1))}
+    return sorted(found) if len(found) <= FEW_ROOTS else None
+
+
+def _from_a_facet(scope, dialect):
+    """The roots ``scope`` admits, distinct, read from the index of one
+    fact it asks for (a trait of the root, or a trait or aggregate of a
+    tree's provider) out to the providers that hold it: written as a
+    join, not as a condition on every root, so that the database starts
+    from the few that hold it."""
+    # Aliases: the conditions below are EXISTS over the same tables,
+    # which must not correlate to these.
+    holder, aggregates, traits = _p.alias(), _pa.alias(), _pt.alias()
+    if scope.root_required:
+        trait, = scope.root_required[:1]
+        return (sa.select(holder.c.id).distinct()
+                .join(traits, traits.c.provider_id == holder.c.id)
+                .where(traits.c.trait_id == trait,
+                       holder.c.parent_provider_id.is_(None),
+                       *root_clauses(holder.c.id, scope, dialect)))
+    wanted, rest = scope.trees[0], scope._replace(trees=scope.trees[1:])
+    if wanted.member_of:
+        facet = sa.join(holder, aggregates,
+                        aggregates.c.provider_id == holder.c.id)
+        held = prepared.one_of(aggregates.c.aggregate_uuid,
+                               wanted.member_of[0], sa.String, dialect)
+    else:
+        facet = sa.join(holder, traits, traits.c.provider_id == holder.c.id)
+        held = prepared.one_of(
+            traits.c.trait_id, sorted(wanted.required)[:1] or
+            wanted.any_traits[0], sa.Integer, dialect)
+    return (sa.select(holder.c.root_provider_id).distinct()
+            .select_from(facet)
+            .where(held,
+                   *db_filters.trait_clauses(holder.c.id, wanted, dialect),
+                   *db_filters.aggregate_clauses(holder.c.id, wanted,
+                                                 dialect),
+                   *root_clauses(holder.c.root_provider_id, rest,
+                                 dialect)))
 
 
 def root_clauses(root, scope, dialect):
@@ -93,6 +136,21 @@ def root_clauses(root, scope, dialect):
             *db_filters.trait_clauses(member.c.id, wanted, dialect),
             *db_filters.aggregate_clauses(member.c.id, wanted, dialect)))
     return clauses
+
+
+def admits_most(scope):
+    """Whether ``scope`` only rules providers out (forbidden traits and
+    aggregates), which most providers pass, rather than asking for what
+    few may have."""
+    def only_forbids(filters):
+        return filters is None or not (
+            filters.required or filters.any_traits or filters.member_of)
+
+    return (scope.roots is None and not scope.root_required and
+            not scope.trees and all(
+                only_forbids(own) and only_forbids(tree)
+                for alternatives in scope.by_class.values()
+                for own, tree in alternatives))
 
 
 def asks_of_the_root(scope, class_id):

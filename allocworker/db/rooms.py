@@ -63,28 +63,36 @@ def _admitted(query, scope, class_id, dialect):
                                     class_id, dialect))
 
 
-def within(conn, roots, class_ids):
-    """[Room] of every provider of the trees of ``roots`` (a few root
-    ids) for each of ``class_ids``, as ``(class id, Room)`` pairs,
-    unordered: read from the trees' providers (the index of their
-    roots), never the room index; one statement, prepared once on
-    PostgreSQL (its shape never changes)."""
-    rows = _within_query(conn.dialect.name).execute(
-        conn, {'roots': sorted(roots), 'classes': sorted(class_ids)})
-    return [(class_id, Room(free, provider_id, root_id))
-            for class_id, free, provider_id, root_id in rows]
+def within(conn, roots, class_id, amount, most_first, count=None):
+    """Up to ``count`` (every one when None) providers of the trees of
+    ``roots`` (root ids) with room for ``amount`` of ``class_id``, as
+    ``Room`` rows, the most room first (``most_first``) or the least,
+    ties in random order (so that concurrent claims into one zone start
+    on different hosts): read from the trees' providers (the index of
+    their roots), never the room index, ranked by the database."""
+    rows = _within_query(conn.dialect.name, most_first,
+                         count is not None).execute(
+        conn, {'roots': sorted(roots), 'class_id': class_id,
+               'amount': amount, 'count': count})
+    return [Room(*row) for row in rows]
 
 
-@functools.lru_cache(maxsize=4)
-def _within_query(dialect):
-    return prepared.Core(
-        sa.select(_u.c.resource_class_id, _u.c.free, _u.c.provider_id,
-                  _p.c.root_provider_id)
-        .join(_p, _p.c.id == _u.c.provider_id)
-        .where(prepared.in_list(_p.c.root_provider_id, 'roots', sa.Integer,
-                                dialect),
-               prepared.in_list(_u.c.resource_class_id, 'classes',
-                                sa.Integer, dialect)))
+@functools.lru_cache(maxsize=16)
+def _within_query(dialect, most_first, limited):
+    shuffled = sa.func.rand() if dialect == 'mysql' else sa.func.random()
+    query = (sa.select(_u.c.free, _u.c.provider_id, _p.c.root_provider_id)
+             .join(_p, _p.c.id == _u.c.provider_id)
+             .where(prepared.in_list(_p.c.root_provider_id, 'roots',
+                                     sa.Integer, dialect),
+                    _u.c.resource_class_id ==
+                    sa.bindparam('class_id', type_=sa.Integer),
+                    _u.c.free >= sa.bindparam('amount',
+                                              type_=sa.BigInteger))
+             .order_by(_u.c.free.desc() if most_first else _u.c.free,
+                       shuffled))
+    if limited:
+        query = query.limit(sa.bindparam('count', type_=sa.Integer))
+    return prepared.Core(query)
 
 
 def _with_roots(conn, page, order):

@@ -116,17 +116,10 @@ def windowed(conn, request, strategy, size):
         if window is None:
             yield _weighed(conn, _every(conn, prepared, seen, None))
             return
-        if prepared.filtered:
-            chunk = db_candidates.roots(
-                conn, only=window if prepared.allowed is None
-                else window & prepared.allowed,
-                required=prepared.root_required,
-                forbidden=prepared.root_forbidden)
-        else:
-            chunk = sorted(window)
-        if chunk:
-            found = prepared.search.slice(chunk, seen, None)
-            yield _weighed(conn, found, prepared.search.nodes)
+        # A window holds only roots the scope admits: no root filter
+        # is left to judge.
+        found = prepared.search.slice(sorted(window), seen, None)
+        yield _weighed(conn, found, prepared.search.nodes)
 
 
 _Prepared = collections.namedtuple('_Prepared', [
@@ -167,6 +160,7 @@ def _prepare(conn, request, nested, distinct=False):
         # own filters are left to judge.
         allowed = frozenset(admitted)
         scope = db_narrowing.Scope(allowed, (), (), (), scope.by_class)
+        root_required = root_forbidden = []
     # Root filters leave gaps between a slice's roots.
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)

@@ -108,13 +108,17 @@ def windows(conn, amounts, strategy, size, scope=None):
     if not amounts:
         yield None
         return
-    if scope is not None and scope.roots is not None:
+    scope = scope or narrowing.EVERYWHERE
+    if scope.roots is not None:
         yield from _within(conn, amounts, strategy, size, scope)
         return
     most_first = strategy == choosing.SPREAD
     after = dict.fromkeys(amounts)
     seen = set()
-    if most_first:
+    if most_first and narrowing.admits_most(scope):
+        # A filter that admits few providers would be walked from a
+        # random place past many it does not admit: its walk starts at
+        # the top, and concurrent claims part in their tries instead.
         window = _among_the_roomiest(conn, amounts, size, scope)
         seen |= window
         if window:
@@ -149,27 +153,28 @@ def _among_the_roomiest(conn, amounts, size, scope):
         conn, amounts, random.randint(*ids), size, scope)}
 
 
+# Rows a claim first reads of a listed scope's roots: enough for several
+# windows, so that the whole list is read only when none of them fits.
+FIRST_ROWS = 64
+
+
 def _within(conn, amounts, strategy, size, scope):
-    """``windows`` over the few roots ``scope`` names: their providers'
-    room read at once and ranked here, in the strategy's order, roots
-    of equal room in one random order (so that concurrent claims into
-    one zone start apart). The providers' own filters are left to the
-    search: a window may hold a root they rule out, never miss one."""
+    """``windows`` over the roots ``scope`` lists, from one anchoring
+    class's list (each candidate's root is on every such list, so one
+    read to its end has held every root that could hold one), ranked by
+    the database, roots of equal room in random order: its first rows,
+    then, only if no window of them fitted, all of it."""
+    class_id = min(amounts)
     most_first = strategy == choosing.SPREAD
-    lists = {class_id: [] for class_id in amounts}
-    for class_id, room in db_rooms.within(conn, scope.roots, amounts):
-        if room.free >= amounts[class_id]:
-            lists[class_id].append(room)
-    draw = collections.defaultdict(random.random)
     seen = set()
-    for rooms in lists.values():
-        rooms.sort(key=lambda room: (-room.free if most_first else
-                                     room.free, draw[room.root_id]))
-    for start in range(0, max(map(len, lists.values())), size):
-        window = {room.root_id for rooms in lists.values()
-                  for room in rooms[start:start + size]} - seen
-        seen |= window
-        if window:
+    for count in (FIRST_ROWS, None):
+        rooms = db_rooms.within(conn, scope.roots, class_id,
+                                amounts[class_id], most_first, count)
+        roots = [root for root in dict.fromkeys(r.root_id for r in rooms)
+                 if root not in seen]
+        for start in range(0, len(roots), size):
+            window = set(roots[start:start + size])
+            seen |= window
             yield window
-        if any(len(rooms) <= start + size for rooms in lists.values()):
+        if count is None or len(rooms) < count:
             return
