@@ -10,7 +10,7 @@ from allocworker.providers import aggregates
 
 def _since(request):
     if not request.at_least(1):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
 
 
 def _body(request, item):

@@ -21,6 +21,12 @@ from allocworker import codes
 from allocworker.allocations import consumers
 
 INCOMPLETE_CONSUMER_ID = '00000000-0000-0000-0000-000000000000'
+# How each writing handler words a class that does not exist.
+UNKNOWN_CLASS_PUT = ('Unable to allocate inventory for consumer '
+                     '%(consumer)s: No such resource class '
+                     '%(resource_class)s.')
+UNKNOWN_CLASS_POST = ('Unable to allocate inventory No such resource class '
+                      '%(resource_class)s.')
 UNKNOWN_TYPE = 'unknown'
 # Writes before 1.28 read the consumer generation, then write under it.
 READ_WRITE_ATTEMPTS = 5
@@ -68,13 +74,21 @@ def show(request, consumer_uuid):
 
 
 def of_provider(request, uuid):
-    provider = rp.fetch(request, uuid)
+    provider = rp.fetch(request, uuid, faults.MISSING_ALLOCATIONS)
     held = faults.call(consumers.list_allocations, request.context, uuid)
+    allocations = {}
+    for found in held:
+        if found['status'] != 200:
+            continue
+        entry = allocations[found['consumer_uuid']] = {
+            'resources': found['resources']}
+        # Only the generation from 1.28: project and user are not shown
+        # here at any microversion.
+        if request.at_least(28):
+            entry['consumer_generation'] = found['consumer_generation']
     return http.Response(body={
         'resource_provider_generation': provider['generation'],
-        'allocations': {i['consumer_uuid']: {'resources': i['resources']}
-                        for i in held if i['status'] == 200}},
-        cacheable=True)
+        'allocations': allocations}, cacheable=True)
 
 
 # -- writes ----------------------------------------------------------------
@@ -103,9 +117,10 @@ def item(request, uuid, data):
     return item
 
 
-def _write(request, wanted):
+def _write(request, wanted, unknown_class):
     """Write every consumer of ``wanted`` ({uuid: item}) in one atomic
-    call; raise the HTTPError of the first item at fault."""
+    call; raise the HTTPError of the first item at fault (``unknown_class``
+    words a class that does not exist, as ``error`` takes it)."""
     attempts = 1 if request.at_least(28) else READ_WRITE_ATTEMPTS
     for attempt in range(attempts):
         if not request.at_least(28):
@@ -123,44 +138,46 @@ def _write(request, wanted):
         if not failed or not raced or attempt == attempts - 1:
             break
     if failed:
-        raise error(wanted, failed)
+        raise error(wanted, failed, unknown_class)
 
 
-def error(wanted, failed):
+def error(wanted, failed, unknown_class):
+    """Placement's error for the first item at fault of a write of
+    ``wanted``; ``unknown_class`` words a class that does not exist (with
+    %(consumer)s and %(resource_class)s) as the writing handler does."""
     at_fault = [a for a in failed if a['status'] != 424] or failed
     answer = at_fault[0]
-    code = answer.get('code')
     uuid = answer.get('consumer_uuid')
-    if code == codes.CONSUMER_GENERATION_CONFLICT.code:
-        def shown(generation):
-            return 'null' if generation is None else generation
+    if answer.get('code') == codes.CONSUMER_GENERATION_CONFLICT.code:
+        # Placement shows a consumer it has not got as null, and the
+        # generation given as Python prints it (None, not null).
+        expected = answer.get('consumer_generation')
         return http.conflict(
             'consumer generation conflict - expected %s but got %s'
-            % (shown(answer.get('consumer_generation')),
-               shown(wanted[uuid]['consumer_generation'])),
+            % ('null' if expected is None else expected,
+               wanted[uuid]['consumer_generation']),
             http.CONCURRENT_UPDATE)
-    prefix = 'Unable to allocate inventory for consumer %s: ' % uuid
-    if code == codes.CAPACITY_EXCEEDED.code:
-        prefix += 'The requested amount would exceed the capacity. '
-    return faults.error(answer['status'], code, answer['detail'], prefix)
+    return faults.allocation_refused(
+        answer, unknown_class,
+        'Unable to allocate inventory for consumer %s: ' % uuid)
 
 
 def put(request, consumer_uuid):
     uuid = consumer(consumer_uuid)
     data = request.json(schemas.put_allocations(request))
-    _write(request, {uuid: item(request, uuid, data)})
+    _write(request, {uuid: item(request, uuid, data)}, UNKNOWN_CLASS_PUT)
     return http.Response(204)
 
 
 def post_many(request):
     if not request.at_least(13):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
     data = request.json(schemas.post_allocations(request))
     wanted = {}
     for raw_uuid, fields in data.items():
         uuid = consumer(raw_uuid)
         wanted[uuid] = item(request, uuid, fields)
-    _write(request, wanted)
+    _write(request, wanted, UNKNOWN_CLASS_POST)
     return http.Response(204)
 
 

@@ -26,7 +26,7 @@ def parsed(query, minor):
 
 def list_candidates(request):
     if not request.at_least(10):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
     minor = request.version[1]
     wanted, limit = parsed(request.query, minor)
     try:

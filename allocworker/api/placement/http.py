@@ -12,6 +12,8 @@ import email.utils
 import html
 import http.client
 import json
+import re
+import string
 import urllib.parse
 import uuid as uuidlib
 
@@ -31,19 +33,27 @@ CONCURRENT_UPDATE = 'placement.concurrent_update'
 
 
 class HTTPError(Exception):
-    def __init__(self, status, detail, code=UNDEFINED_CODE, headers=()):
+    """An error answer: ``detail`` is Placement's own message, which the
+    rendering puts after WebOb's paragraph for the status, as Placement's
+    answers have it. ``fields`` are extra members of the error entry."""
+
+    def __init__(self, status, detail, code=UNDEFINED_CODE, headers=(),
+                 fields=None):
         super().__init__(detail)
         self.status = status
         self.detail = detail
         self.code = code
         self.headers = list(headers)
+        self.fields = dict(fields or {})
 
 
 def bad_request(detail, code=UNDEFINED_CODE):
     return HTTPError(400, detail, code)
 
 
-def not_found(detail, code=UNDEFINED_CODE):
+def not_found(detail='', code=UNDEFINED_CODE):
+    """A 404; without a message where Placement gives none (a path it
+    does not serve, or a microversion it is not served at)."""
     return HTTPError(404, detail, code)
 
 
@@ -70,7 +80,9 @@ class Request(object):
             environ.get('QUERY_STRING', ''), keep_blank_values=True)
         self.context = limits.placement_api(
             oslo_context.RequestContext.from_environ(environ))
-        self.version = _version(environ)
+        # Set by the router from requested_version(), once the request id
+        # is known (a refused version is answered with it).
+        self.version = MIN_VERSION
 
     def at_least(self, minor):
         return self.version >= (1, minor)
@@ -161,7 +173,9 @@ def _admits_json(media_range):
     return name.strip().lower() in (JSON, 'application/*', '*/*')
 
 
-def _version(environ):
+def requested_version(environ):
+    """The microversion the request asks for; Placement's 400 or 406 (which
+    names the versions served) when it cannot have it."""
     headers = {'openstack-api-version':
                environ.get('HTTP_OPENSTACK_API_VERSION', '')}
     if not headers['openstack-api-version']:
@@ -170,9 +184,11 @@ def _version(environ):
         found = microversion_parse.extract_version(headers, SERVICE_TYPE,
                                                    VERSIONS)
     except TypeError as exc:
-        raise bad_request(str(exc).split(';')[0])
+        raise bad_request('Invalid microversion: %s' % exc)
     except ValueError as exc:
-        raise HTTPError(406, str(exc))
+        raise HTTPError(406, 'Invalid microversion: %s' % exc, fields={
+            'max_version': '%d.%d' % MAX_VERSION,
+            'min_version': '%d.%d' % MIN_VERSION})
     return (found.major, found.minor)
 
 
@@ -228,16 +244,18 @@ def _render_error(environ, start_response, error, version, request_id,
     accept = environ.get('HTTP_ACCEPT', '')
     if accept and 'json' not in accept and 'html' in accept:
         text = '%d %s' % (error.status, title)
-        data = ('<html>\n <head>\n  <title>%s</title>\n </head>\n <body>\n'
-                '  <h1>%s</h1>\n  %s<br /><br />\n%s\n </body>\n</html>'
-                % (text, text, _EXPLANATIONS.get(error.status, ''),
-                   html.escape(error.detail))).encode('utf-8')
+        data = _HTML % {'status': text, 'body': _framed(
+            error, _environ_for_paragraph(environ), _html_escape)}
+        data = data.encode('utf-8')
         headers.append(('Content-Type', 'text/html; charset=UTF-8'))
     else:
         entry = {'status': error.status, 'title': title,
-                 'detail': error.detail, 'request_id': request_id}
+                 'detail': _plain(_framed(
+                     error, _environ_for_paragraph(environ), str)),
+                 'request_id': request_id}
         if version >= (1, 23):
             entry['code'] = error.code
+        entry.update(error.fields)
         data = json.dumps({'errors': [entry]}).encode('utf-8')
         headers.append(('Content-Type', 'application/json'))
     headers.append(('Content-Length', str(len(data))))
@@ -245,11 +263,71 @@ def _render_error(environ, start_response, error, version, request_id,
     return [data]
 
 
-_EXPLANATIONS = {
+# Placement raises WebOb's HTTP errors, whose body is the paragraph WebOb
+# has for the status, a break, then Placement's message; the JSON detail
+# is that body as plain text ("paragraph\n\n message  "). Clients match
+# whole details: Nova's expressions for a 409 begin with the paragraph.
+# The texts are WebOb 1.8's (as Placement 16.0.0 runs on).
+_PARAGRAPH = '${explanation}<br /><br />\n${detail}\n\n'
+_PARAGRAPHS = {
+    400: 'The server could not comply with the request since it is '
+         'either malformed or otherwise incorrect.',
+    403: 'Access was denied to this resource.',
     404: 'The resource could not be found.',
-    405: 'The method is not allowed for this resource.',
-    406: 'The requested version of the API is not available.',
+    409: 'There was a conflict when trying to complete your request.',
+    500: 'The server has either erred or is incapable of performing the '
+         'requested operation.',
 }
+# These three name a request header in theirs, and end at the message.
+_PARAGRAPH_TEMPLATES = {
+    405: 'The method ${REQUEST_METHOD} is not allowed for this resource. '
+         '<br /><br />\n${detail}',
+    406: 'The resource could not be generated that was acceptable to your '
+         'browser\n(content of type ${HTTP_ACCEPT}. <br /><br />\n${detail}',
+    415: 'The request media type ${CONTENT_TYPE} is not supported by this '
+         'server.\n<br /><br />\n${detail}',
+}
+_HTML = ('<html>\n <head>\n  <title>%(status)s</title>\n </head>\n <body>'
+         '\n  <h1>%(status)s</h1>\n  %(body)s\n </body>\n</html>')
+_BREAK = re.compile(r'<br.*?>', re.I | re.S)
+_TAG = re.compile(r'<.*?>', re.S)
+
+
+def _framed(error, environ, escape):
+    """The error's body as WebOb frames it (with ``escape`` applied to
+    what is put in); a status WebOb has no paragraph for is the message
+    alone."""
+    template = _PARAGRAPH_TEMPLATES.get(error.status)
+    if template is None and error.status not in _PARAGRAPHS:
+        return escape(error.detail)
+    values = {name: escape(value) for name, value in environ.items()}
+    values.update(explanation=escape(_PARAGRAPHS.get(error.status, '')),
+                  detail=escape(error.detail))
+    return string.Template(template or _PARAGRAPH).safe_substitute(values)
+
+
+def _environ_for_paragraph(environ):
+    """The request's values a paragraph may name. Placement's deployment
+    takes a missing or */* Accept as JSON before its handlers run."""
+    values = {name: value for name, value in environ.items()
+              if isinstance(value, str)}
+    if values.get('HTTP_ACCEPT') in (None, '', '*/*'):
+        values['HTTP_ACCEPT'] = JSON
+    return values
+
+
+def _plain(body):
+    """A framed body as the plain text of the JSON detail: its own line
+    ends become spaces and its breaks line ends; markup is dropped."""
+    text = body.replace('\n', ' ').replace('\r', '')
+    text = _BREAK.sub('\n', text)
+    text = text.replace('<!--', '').replace('-->', '')
+    return _TAG.sub('', text)
+
+
+def _html_escape(text):
+    return html.escape(text).encode('ascii', 'xmlcharrefreplace').decode(
+        'ascii')
 
 
 def _status_line(status):

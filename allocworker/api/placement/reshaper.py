@@ -10,10 +10,14 @@ from allocworker.api.placement import schemas
 from allocworker.allocations import reshaper
 from allocworker import codes
 
+# Placement reads a class that does not exist as malformed reshaper data.
+UNKNOWN_CLASS = 'malformed reshaper data: No such resource class ' \
+    '%(resource_class)s.'
+
 
 def reshape(request):
     if not request.at_least(30):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
     data = request.json(schemas.reshaper(request))
     inventories = {uuid: {'provider_generation':
                           part['resource_provider_generation'],
@@ -30,7 +34,7 @@ def reshape(request):
         raise _whole_request_error(fault, data['inventories'])
     failed = [a for a in answers if a['status'] != 200]
     if failed:
-        raise placement_allocations.error(wanted, failed)
+        raise placement_allocations.error(wanted, failed, UNKNOWN_CLASS)
     return http.Response(204)
 
 
@@ -49,5 +53,13 @@ def _whole_request_error(fault, inventories):
     if fault.code is codes.PROVIDER_NOT_FOUND:
         return http.bad_request(
             'Resource provider %s in inventories not found: %s'
-            % (uuid, fault.detail), 'placement.resource_provider.not_found')
+            % (uuid, faults.MISSING % {'uuid': uuid}),
+            'placement.resource_provider.not_found')
+    name = faults.unknown_class(fault.detail)
+    if fault.code is codes.RESOURCE_CLASS_NOT_FOUND and name:
+        return http.bad_request(UNKNOWN_CLASS % {'resource_class': name})
+    held = faults.in_use(fault.detail)
+    if fault.code is codes.INVENTORY_IN_USE and held:
+        return faults.error(fault.code.status, fault.code.code, held,
+                            'update conflict: ')
     return faults.error(fault.code.status, fault.code.code, fault.detail)

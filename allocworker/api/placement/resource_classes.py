@@ -4,6 +4,7 @@ delete (1.2), and the idempotent PUT that creates one from 1.7."""
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import schemas
+from allocworker import codes
 from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 
@@ -23,7 +24,7 @@ def _names(request):
 
 def _since(request, minor):
     if not request.at_least(minor):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
 
 
 def list_classes(request):
@@ -52,7 +53,7 @@ def create(request):
     name = request.json(schemas.resource_class())['name']
     if not _create(request, name):
         raise http.conflict('Conflicting resource class already exists: %s'
-                            % name, 'placement.duplicate_name')
+                            % name)
     return http.Response(201, None, [('Location', _url(name))])
 
 
@@ -85,5 +86,10 @@ def delete(request, name):
     if item['status'] == 400:
         raise http.bad_request('Error in delete resource class: Cannot '
                                'delete standard resource class %s.' % name)
+    if item.get('code') == codes.RESOURCE_CLASS_IN_USE.code:
+        # Placement only looks for inventory: allocations need one.
+        raise http.conflict('Error in delete resource class: Cannot delete '
+                            'resource class %s. Class is in use in '
+                            'inventory.' % name)
     faults.checked(item, 'Error in delete resource class: ')
     return http.Response(204)

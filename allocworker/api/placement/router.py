@@ -65,6 +65,18 @@ ROUTES = [
 ]
 
 
+# The handlers that word a provider which is not there as Placement's own
+# handler does, in place of faults.MISSING.
+_MISSING = {
+    providers.delete: faults.MISSING_FOR_DELETE,
+    inventories.list_all: faults.MISSING_INVENTORIES,
+    inventories.show: faults.MISSING_INVENTORIES,
+    usages.of_provider: faults.MISSING_USAGES,
+    allocations.of_provider: faults.MISSING_ALLOCATIONS,
+    traits.of_provider: faults.MISSING_TRAITS,
+}
+
+
 def _compile(template):
     pattern = re.sub(r'\{(\w+)\}', lambda m: _SEGMENT % m.group(1),
                      template)
@@ -84,8 +96,8 @@ def dispatch(request):
         if handler is None:
             allowed = ', '.join(sorted(methods))
             raise http.HTTPError(
-                405, 'The method %s is not allowed for this resource.'
-                % request.method, headers=[('Allow', allowed)])
+                405, 'The method specified is not allowed for this '
+                'resource.', headers=[('Allow', allowed)])
         if handler is not root.versions:
             if request.method == 'GET':
                 http.check_accept(request.environ)
@@ -95,17 +107,18 @@ def dispatch(request):
         if 'uuid' in path and not http.is_uuid(path['uuid']):
             # Placement looks a provider up by whatever string it is given,
             # so a malformed uuid is simply not found.
-            raise http.not_found('No resource provider with uuid %s found'
-                                 % path['uuid'])
+            raise faults.missing(path['uuid'], _MISSING.get(
+                handler, faults.MISSING))
         return handler(request, **path)
-    raise http.not_found('The resource could not be found.')
+    raise http.not_found()
 
 
 def application(environ, start_response):
     version, request_id = http.MIN_VERSION, None
     try:
         request = http.Request(environ)
-        version, request_id = request.version, request.context.request_id
+        request_id = request.context.request_id
+        version = request.version = http.requested_version(environ)
         http.check_framing(environ)
         outcome = dispatch(request)
     except http.HTTPError as error:

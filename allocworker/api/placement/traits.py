@@ -4,6 +4,7 @@ from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
+from allocworker import codes
 from allocworker.providers import traits
 
 SINCE = 6
@@ -11,7 +12,7 @@ SINCE = 6
 
 def _since(request):
     if not request.at_least(SINCE):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
 
 
 def list_traits(request):
@@ -45,7 +46,7 @@ def show(request, name):
     _since(request)
     found = faults.call(traits.list_traits, request.context, None, [name])
     if not found:
-        raise http.not_found('No such trait(s): %s' % name)
+        raise http.not_found('No such trait(s): %s.' % name)
     return http.Response(204, cacheable=True)
 
 
@@ -64,7 +65,10 @@ def create(request, name):
 
 def delete(request, name):
     _since(request)
-    faults.checked(traits.delete_trait(request.context, name)[0])
+    item, = traits.delete_trait(request.context, name)
+    if item['status'] == 404:
+        raise http.not_found('No such trait(s): %s.' % name)
+    faults.checked(item)
     return http.Response(204)
 
 
@@ -76,7 +80,8 @@ def _body(item):
 def of_provider(request, uuid):
     _since(request)
     item, = traits.get_provider_traits(request.context, uuid)
-    return http.Response(body=_body(faults.checked(item)), cacheable=True)
+    return http.Response(body=_body(faults.checked(
+        item, sentence=faults.MISSING_TRAITS)), cacheable=True)
 
 
 def set_for_provider(request, uuid):
@@ -85,6 +90,10 @@ def set_for_provider(request, uuid):
     item, = traits.set_provider_traits(
         request.context, uuid, data['resource_provider_generation'],
         data['traits'])
+    if item.get('code') == codes.TRAIT_NOT_IN_BODY.code:
+        # The service layer names them after its "No such trait(s): ".
+        raise http.bad_request('No such trait %s'
+                               % item['detail'].split(': ', 1)[-1])
     return http.Response(body=_body(faults.checked_write(item)),
                          cacheable=True)
 

@@ -12,7 +12,7 @@ ALL_TYPES = 'all'
 
 def of_provider(request, uuid):
     item, = faults.call(providers.get_usages, request.context, [uuid])
-    faults.checked(item)
+    faults.checked(item, sentence=faults.MISSING_USAGES)
     return http.Response(body={
         'resource_provider_generation': item['generation'],
         'usages': item['usages']}, cacheable=True)
@@ -20,7 +20,7 @@ def of_provider(request, uuid):
 
 def of_project(request):
     if not request.at_least(9):
-        raise http.not_found('The resource could not be found.')
+        raise http.not_found()
     params = request.params(schemas.usages(request))
     found = faults.call(usages.by_project, request.context,
                         params['project_id'], params.get('user_id'))
