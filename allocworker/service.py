@@ -136,7 +136,7 @@ def _child(index):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     name = '%s.%d' % (CONF.host, index)
     tracing.setup('worker', name)
-    db.configure(CONF)
+    db.configure(CONF, trace=tracing.enabled())
     notifications.reset()
     server = rpc.get_server([manager.Manager()], CONF.worker.topic, name)
     limits.start_reading()

@@ -48,7 +48,7 @@ class _QuietHandler(simple_server.WSGIRequestHandler):
 def main(argv=None):
     common.prepare(sys.argv[1:] if argv is None else argv)
     tracing.setup('api', CONF.host)
-    db.configure(CONF)
+    db.configure(CONF, trace=tracing.enabled())
     endpoint = metrics_endpoint.start('api', health.api_application)
     server = simple_server.make_server(
         CONF.api.host, CONF.api.port, app.build(CONF),

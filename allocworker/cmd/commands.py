@@ -2,6 +2,8 @@
 how a service call's items become output or a one-line error, and how a
 command joins the command tree."""
 
+import importlib
+
 from oslo_context import context as oslo_context
 
 from allocworker.cmd import output
@@ -32,6 +34,7 @@ def emit(rows, columns):
 
 
 def add(subparsers, name, handler, help_text, args=()):
+    """A command of the tree; ``handler`` names its function (``load``)."""
     parser = subparsers.add_parser(name, help=help_text)
     parser.set_defaults(handler=handler)
     parser.add_argument('--format', choices=['table', 'json'],
@@ -44,3 +47,15 @@ def add(subparsers, name, handler, help_text, args=()):
 def category(subparsers, name, help_text):
     parser = subparsers.add_parser(name, help=help_text)
     return parser.add_subparsers(dest='action', required=True)
+
+
+def load(handler):
+    """The function ``handler`` names: 'module.function' of
+    allocworker.cmd.
+
+    The tree names its commands' functions rather than importing them:
+    only the command that runs loads its module, and the service layer
+    beneath it."""
+    module, function = handler.rsplit('.', 1)
+    return getattr(importlib.import_module('allocworker.cmd.' + module),
+                   function)

@@ -8,6 +8,14 @@ PROJECT = 'allocworker'
 
 
 def prepare(argv, default_config_files=None):
+    parse(argv, default_config_files)
+    setup_logging()
+
+
+def parse(argv, default_config_files=None):
     logging.register_options(CONF)
     CONF(argv, project=PROJECT, default_config_files=default_config_files)
+
+
+def setup_logging():
     logging.setup(CONF, PROJECT)

@@ -2,255 +2,54 @@
 
 It talks to the database through the same service layer as the worker, so
 every rule and every error code is the one RPC callers see.
+
+This module is the command tree. Each command names its function in the
+``manage_*`` module of its category, imported only when the command
+runs: the service layer, with oslo.messaging, the database machinery and
+alembic beneath it, takes longer to import than most commands take to
+run, and help needs none of it.
 """
 
-import json
 import sys
 
 from oslo_config import cfg
 
-from allocworker import books
 from allocworker.cmd import commands as cli
 from allocworker.cmd import common
-from allocworker.cmd import manage_groups
-from allocworker.cmd import manage_placement
-from allocworker.cmd import manage_quota
-from allocworker.cmd import output
 from allocworker import codes
-from allocworker.allocations import consumers
 from allocworker.conf import CONF
-from allocworker.db import api as db
-from allocworker.db import migration
-from allocworker.events import external as events
-from allocworker.providers import rules as providers
-from allocworker.scheduling import lookup
 
 
-# -- db ------------------------------------------------------------------
-
-def db_sync():
-    migration.sync(CONF.command.revision)
-    print('database at revision %s' % migration.current())
-
-
-def db_version():
-    print(migration.current() or 'none (never synced)')
-
-
-def db_refresh_room():
-    print('room left corrected on %d usage counter(s)' % books.refresh_room())
-    print('project usage corrected on %d counter(s)'
-          % books.refresh_projects())
-
-
-# -- providers -----------------------------------------------------------
-
-PROVIDER_COLUMNS = ['uuid', 'name', 'generation', 'parent_uuid', 'root_uuid']
-
-
-def provider_create():
-    args = CONF.command
-    cli.emit(cli.items(providers.create_provider(
-        cli.context(), args.uuid, args.provider_name, args.parent)),
-        PROVIDER_COLUMNS)
-
-
-def provider_list():
-    cli.emit(providers.get_providers(cli.context()), PROVIDER_COLUMNS)
-
-
-def provider_show():
-    item = cli.items(providers.get_providers(
-        cli.context(), [CONF.command.uuid]))[0]
-    if CONF.command.format == 'json':
-        return cli.emit(item, [])
-    cli.emit([item], PROVIDER_COLUMNS)
-    print()
-    cli.emit(_inventory_rows(item['inventories']), INVENTORY_COLUMNS)
-
-
-def provider_delete():
-    cli.items(providers.delete_provider(cli.context(), CONF.command.uuid))
-    print('deleted provider %s' % CONF.command.uuid)
-
-
-# -- inventories ---------------------------------------------------------
-
-INVENTORY_COLUMNS = ['resource_class', 'total', 'reserved', 'min_unit',
-                     'max_unit', 'step_size', 'allocation_ratio']
-
-
-def _inventory_rows(inventories):
-    return [dict(resource_class=name, **fields)
-            for name, fields in sorted(inventories.items())]
-
-
-def inventory_show():
-    item = cli.items(providers.get_providers(
-        cli.context(), [CONF.command.uuid]))[0]
-    cli.emit(_inventory_rows(item['inventories']), INVENTORY_COLUMNS)
-
-
-def inventory_set():
-    """Set one class's inventory, keeping the provider's other classes."""
-    args = CONF.command
-    context = cli.context()
-    item = cli.items(providers.get_providers(context, [args.uuid]))[0]
-    inventories = dict(item['inventories'])
-    fields = {'total': args.total}
-    for name in ('reserved', 'min_unit', 'max_unit', 'step_size',
-                 'allocation_ratio'):
-        if getattr(args, name) is not None:
-            fields[name] = getattr(args, name)
-    inventories[args.resource_class] = fields
-    result = cli.items(providers.set_inventories(
-        context, args.uuid, item['generation'], inventories,
-        force=args.force))[0]
-    cli.emit(_inventory_rows(result['inventories']), INVENTORY_COLUMNS)
-
-
-def inventory_delete():
-    args = CONF.command
-    context = cli.context()
-    item = cli.items(providers.get_providers(context, [args.uuid]))[0]
-    inventories = dict(item['inventories'])
-    if inventories.pop(args.resource_class, None) is None:
-        raise cli.CommandError('provider %s has no inventory of %s'
-                               % (args.uuid, args.resource_class))
-    cli.items(providers.set_inventories(context, args.uuid, item['generation'],
-                                        inventories))
-    print('removed %s inventory from provider %s'
-          % (args.resource_class, args.uuid))
-
-
-# -- resource classes, usage, consumers ------------------------------------
-
-def resource_class_create():
-    item = cli.items(providers.create_resource_class(
-        cli.context(), CONF.command.class_name))[0]
-    print('%s %s' % ('created' if item['created'] else 'already exists:',
-                     item['name']))
-
-
-def resource_class_list():
-    cli.emit(providers.list_resource_classes(cli.context()), ['name'])
-
-
-USAGE_COLUMNS = ['provider', 'resource_class', 'used', 'capacity', 'bar']
-
-
-def usage():
-    rows = providers.describe_usage(CONF.command.uuids or None)
-    for row in rows:
-        row['provider'] = row['name']
-        row['bar'] = output.bar(row['used'], row['capacity'])
-    if CONF.command.format == 'json':
-        for row in rows:
-            del row['bar'], row['provider']
-    cli.emit(rows, USAGE_COLUMNS)
-
-
-CONSUMER_COLUMNS = ['consumer_uuid', 'consumer_generation', 'project_id',
-                    'user_id', 'consumer_type']
-
-
-def consumer_list():
-    args = CONF.command
-    cli.emit(consumers.list_consumers(cli.context(), args.project_id,
-                                      args.limit, args.marker),
-             CONSUMER_COLUMNS)
-
-
-def consumer_show():
-    item = cli.items(consumers.get_allocations(cli.context(),
-                                               [CONF.command.uuid]))[0]
-    if CONF.command.format == 'json':
-        return cli.emit(item, [])
-    cli.emit([item], CONSUMER_COLUMNS)
-    print()
-    cli.emit([{'provider_uuid': p, 'resource_class': name, 'used': used}
-              for p, held in sorted(item['allocations'].items())
-              for name, used in sorted(held['resources'].items())],
-             ['provider_uuid', 'resource_class', 'used'])
-
-
-EVENT_COLUMNS = ['received_at', 'consumer_uuid', 'name', 'tag',
-                 'event_status', 'held_until']
-
-
-def event_list():
-    args = CONF.command
-    cli.emit(events.list_events(args.consumer, args.limit), EVENT_COLUMNS)
-
-
-def audit():
-    """Check the books; exit 0 only when every invariant holds."""
-    breaches = books.check(CONF.command.grace_seconds)
-    if CONF.command.format == 'json':
-        output.emit({'clean': not breaches, 'breaches': breaches}, [],
-                    'json')
-    elif not breaches:
-        print('the books are clean: every invariant holds')
-    for breach in breaches if CONF.command.format == 'table' else ():
-        print('BREACH: %s (%d)' % (breach['invariant'], len(breach['rows'])))
-        rows = breach['rows']
-        cli.emit(rows, sorted(rows[0]))
-        print()
-    if breaches:
-        raise cli.CommandError('%d invariant(s) broken'
-                               % len(breaches))
-
-
-def candidates():
-    """One row per provider of each candidate (the RPC call's answer)."""
-    args = CONF.command
-    try:
-        request = json.loads(args.request) if args.request else {
-            'groups': [{'resources': {
-                name: int(amount) for name, amount in (
-                    part.split(':') for part in args.resources.split(','))}}]}
-    except (AttributeError, ValueError) as exc:
-        raise cli.CommandError(
-            'give --request JSON or --resources A:1,B:2 (%s)' % exc)
-    found = lookup.get_allocation_candidates(
-        cli.context(), request, args.limit)
-    cli.emit(found if args.format == 'json' else [
-        {'candidate': n, 'root_uuid': c['root_uuid'], 'provider': provider,
-         'resources': wanted, 'used': c['providers'][provider]['used'],
-         'capacity': c['providers'][provider]['capacity']}
-        for n, c in enumerate(found, 1)
-        for provider, wanted in sorted(c['allocations'].items())],
-        ['candidate', 'root_uuid', 'provider', 'resources', 'used',
-         'capacity'])
-
-
-# -- the command tree ----------------------------------------------------
-
-def add_command_parsers(subparsers):
+def _db(subparsers):
     sub = cli.category(subparsers, 'db', 'database schema')
-    cli.add(sub, 'sync', db_sync, 'upgrade the schema to the newest revision',
+    cli.add(sub, 'sync', 'manage_db.db_sync',
+            'upgrade the schema to the newest revision',
             [(['revision'], dict(nargs='?', default='head'))])
-    cli.add(sub, 'version', db_version, 'print the schema revision')
-    cli.add(sub, 'refresh-room', db_refresh_room,
+    cli.add(sub, 'version', 'manage_db.db_version',
+            'print the schema revision')
+    cli.add(sub, 'refresh-room', 'manage_books.db_refresh_room',
             'set the room left of every usage counter, and the project '
             'usage counters, again (after a rolling upgrade from a '
             'release before 0.3)')
 
+
+def _providers(subparsers):
     sub = cli.category(subparsers, 'provider', 'resource providers')
-    cli.add(sub, 'create', provider_create, 'create a provider',
+    cli.add(sub, 'create', 'manage_providers.provider_create',
+            'create a provider',
             [(['--uuid'], dict(required=True)),
              (['--name'], dict(required=True, dest='provider_name')),
              (['--parent'], dict(default=None, help='parent provider uuid'))])
-    cli.add(sub, 'list', provider_list, 'list providers')
-    cli.add(sub, 'show', provider_show, 'show a provider and its inventory',
-            [(['uuid'], {})])
-    cli.add(sub, 'delete', provider_delete, 'delete a provider',
-            [(['uuid'], {})])
+    cli.add(sub, 'list', 'manage_providers.provider_list', 'list providers')
+    cli.add(sub, 'show', 'manage_providers.provider_show',
+            'show a provider and its inventory', [(['uuid'], {})])
+    cli.add(sub, 'delete', 'manage_providers.provider_delete',
+            'delete a provider', [(['uuid'], {})])
 
     sub = cli.category(subparsers, 'inventory', 'provider inventories')
-    cli.add(sub, 'show', inventory_show, "show a provider's inventory",
-            [(['uuid'], {})])
-    cli.add(sub, 'set', inventory_set,
+    cli.add(sub, 'show', 'manage_providers.inventory_show',
+            "show a provider's inventory", [(['uuid'], {})])
+    cli.add(sub, 'set', 'manage_providers.inventory_set',
             'set the inventory of one resource class on a provider',
             [(['uuid'], {}), (['resource_class'], {}),
              (['--total'], dict(type=int, required=True)),
@@ -262,40 +61,115 @@ def add_command_parsers(subparsers):
                                            dest='allocation_ratio')),
              (['--force'], dict(action='store_true',
                                 help='allow capacity below current usage'))])
-    cli.add(sub, 'delete', inventory_delete,
+    cli.add(sub, 'delete', 'manage_providers.inventory_delete',
             'remove one resource class from a provider',
             [(['uuid'], {}), (['resource_class'], {})])
 
     sub = cli.category(subparsers, 'resource-class', 'resource classes')
-    cli.add(sub, 'create', resource_class_create, 'create a CUSTOM_ class',
+    cli.add(sub, 'create', 'manage_providers.resource_class_create',
+            'create a CUSTOM_ class',
             [(['class_name'], dict(metavar='NAME'))])
-    cli.add(sub, 'list', resource_class_list, 'list resource classes')
+    cli.add(sub, 'list', 'manage_providers.resource_class_list',
+            'list resource classes')
 
-    parser = cli.add(subparsers, 'usage', usage,
+    parser = cli.add(subparsers, 'usage', 'manage_providers.usage',
                      'used and capacity per provider and resource class',
                      [(['uuids'], dict(nargs='*', metavar='PROVIDER_UUID'))])
     parser.set_defaults(action=None)
 
+
+def _consumers(subparsers):
     sub = cli.category(subparsers, 'consumer', 'consumers and allocations')
-    cli.add(sub, 'list', consumer_list, 'list consumers (one page)',
+    cli.add(sub, 'list', 'manage_consumers.consumer_list',
+            'list consumers (one page)',
             [(['--project-id'], dict(dest='project_id')),
              (['--limit'], dict(type=int, default=100)),
              (['--marker'], dict())])
-    cli.add(sub, 'show', consumer_show, "show a consumer's allocations",
+    cli.add(sub, 'show', 'manage_consumers.consumer_show',
+            "show a consumer's allocations", [(['uuid'], {})])
+
+
+def _groups(subparsers):
+    sub = cli.category(subparsers, 'group', 'consumer groups')
+    cli.add(sub, 'create', 'manage_groups.group_create',
+            'create a consumer group',
+            [(['--uuid'], dict(required=True)),
+             (['--name'], dict(required=True, dest='group_name')),
+             (['--policy'], dict(required=True, choices=[
+              'affinity', 'anti-affinity', 'soft-affinity',
+              'soft-anti-affinity'])),
+             (['--max-per-root'], dict(type=int, dest='max_per_root')),
+             (['--project-id'], dict(dest='project_id'))])
+    cli.add(sub, 'list', 'manage_groups.group_list', 'list consumer groups',
+            [(['--project-id'], dict(dest='project_id'))])
+    cli.add(sub, 'show', 'manage_groups.group_show',
+            'show a group, its members and the roots they sit on',
             [(['uuid'], {})])
+    cli.add(sub, 'delete', 'manage_groups.group_delete',
+            'delete a group (allocations stay)', [(['uuid'], {})])
+    cli.add(sub, 'add', 'manage_groups.group_add', 'add members to a group',
+            [(['uuid'], {}), (['members'], dict(nargs='+',
+                                                metavar='CONSUMER_UUID'))])
+    cli.add(sub, 'remove', 'manage_groups.group_remove',
+            'remove members from a group',
+            [(['uuid'], {}), (['members'], dict(nargs='+',
+                                                metavar='CONSUMER_UUID'))])
 
-    manage_groups.add_parsers(subparsers)
-    manage_quota.add_parsers(subparsers)
-    manage_placement.add_parsers(subparsers)
 
-    parser = cli.add(subparsers, 'audit', audit,
+def _quota(subparsers):
+    sub = cli.category(subparsers, 'quota', 'project limits')
+    cli.add(sub, 'show', 'manage_quota.quota_show',
+            "a project's limits, usage and what remains",
+            [(['--project'], dict(required=True, metavar='PROJECT_ID'))])
+
+
+def _placement(subparsers):
+    sub = cli.category(subparsers, 'placement', 'moving from OpenStack '
+                       'Placement')
+    cli.add(sub, 'import', 'manage_placement.placement_import',
+            "copy a Placement 16 database's books into allocworker's",
+            [(['--from-connection'], dict(
+              required=True, dest='from_connection', metavar='URL',
+              help="Placement's [placement_database] connection")),
+             (['--catch-up'], dict(
+              action='store_true', dest='catch_up',
+              help='copy only what changed since the previous pass')),
+             (['--dry-run'], dict(
+              action='store_true', dest='dry_run',
+              help='judge and write everything, then roll it back')),
+             (['--force'], dict(
+              action='store_true',
+              help="replace a non-empty target's books with Placement's")),
+             (['--overlap-seconds'], dict(
+              type=int, default=300, dest='overlap_seconds',
+              help='catch-up reads changes from this long before the '
+                   'newest one the previous pass copied'))])
+    cli.add(sub, 'compare', 'manage_placement.placement_compare',
+            'list every difference between two Placement-API endpoints; '
+            'exit 0 only when they agree',
+            [(['--endpoint'], dict(required=True, metavar='URL')),
+             (['--other-endpoint'], dict(
+              dest='other_endpoint', metavar='URL',
+              help="default: allocworker's own books, read through the "
+                   "REST shim in this process")),
+             (['--token'], dict(default='admin',
+                                help='x-auth-token for --endpoint')),
+             (['--other-token'], dict(dest='other_token', default='admin',
+                                      help='x-auth-token for '
+                                           '--other-endpoint'))])
+
+
+def _audit(subparsers):
+    parser = cli.add(subparsers, 'audit', 'manage_books.audit',
                      "check every invariant of the books; exit 1 on a breach",
                      [(['--grace-seconds'], dict(
                       type=int, default=0,
                       help='tolerate held events this late for expiry'))])
     parser.set_defaults(action=None)
 
-    parser = cli.add(subparsers, 'candidates', candidates,
+
+def _candidates(subparsers):
+    parser = cli.add(subparsers, 'candidates', 'manage_consumers.candidates',
                      'where a request would fit (get_allocation_candidates)',
                      [(['--request'], dict(help="design's request as JSON")),
                       (['--resources'], dict(help='shorthand for one group: '
@@ -303,10 +177,20 @@ def add_command_parsers(subparsers):
                       (['--limit'], dict(type=int, default=1000))])
     parser.set_defaults(action=None)
 
+
+def _events(subparsers):
     sub = cli.category(subparsers, 'event', 'external events')
-    cli.add(sub, 'list', event_list, 'list stored events, newest first',
+    cli.add(sub, 'list', 'manage_consumers.event_list',
+            'list stored events, newest first',
             [(['--consumer'], dict(help='only events of this consumer uuid')),
              (['--limit'], dict(type=int, default=100))])
+
+
+def add_command_parsers(subparsers):
+    # In the order help lists them.
+    for add in (_db, _providers, _consumers, _groups, _quota, _placement,
+                _audit, _candidates, _events):
+        add(subparsers)
 
 
 command_opt = cfg.SubCommandOpt('command', title='Commands',
@@ -317,13 +201,21 @@ command_opt = cfg.SubCommandOpt('command', title='Commands',
 def main(argv=None):
     CONF.register_cli_opt(command_opt)
     try:
-        common.prepare(sys.argv[1:] if argv is None else argv)
+        common.parse(sys.argv[1:] if argv is None else argv)
+        # Imported only now that the command line is parsed (help and
+        # usage errors need neither the database machinery nor the
+        # command's module), but before logging is set up, as when they
+        # were imported with this module: what libraries log as they load
+        # (alembic, its plugins) stays out of the command's output.
+        from allocworker.db import api as db
+        command = cli.load(CONF.command.handler)
+        common.setup_logging()
     except cfg.Error as exc:
         print('allocworker-manage: %s' % exc, file=sys.stderr)
         return 2
     try:
         db.configure(CONF)
-        CONF.command.handler()
+        command()
     except cli.CommandError as exc:
         print('error: %s' % exc, file=sys.stderr)
         return 1

@@ -55,28 +55,3 @@ def group_remove():
     args = CONF.command
     removed = groups.remove_members(cli.context(), args.uuid, args.members)
     cli.emit(cli.items(removed), ['consumer_uuid', 'status'])
-
-
-def add_parsers(subparsers):
-    sub = cli.category(subparsers, 'group', 'consumer groups')
-    cli.add(sub, 'create', group_create, 'create a consumer group',
-            [(['--uuid'], dict(required=True)),
-             (['--name'], dict(required=True, dest='group_name')),
-             (['--policy'], dict(required=True, choices=[
-              'affinity', 'anti-affinity', 'soft-affinity',
-              'soft-anti-affinity'])),
-             (['--max-per-root'], dict(type=int, dest='max_per_root')),
-             (['--project-id'], dict(dest='project_id'))])
-    cli.add(sub, 'list', group_list, 'list consumer groups',
-            [(['--project-id'], dict(dest='project_id'))])
-    cli.add(sub, 'show', group_show,
-            'show a group, its members and the roots they sit on',
-            [(['uuid'], {})])
-    cli.add(sub, 'delete', group_delete, 'delete a group (allocations stay)',
-            [(['uuid'], {})])
-    cli.add(sub, 'add', group_add, 'add members to a group',
-            [(['uuid'], {}), (['members'], dict(nargs='+',
-                                                metavar='CONSUMER_UUID'))])
-    cli.add(sub, 'remove', group_remove, 'remove members from a group',
-            [(['uuid'], {}), (['members'], dict(nargs='+',
-                                                metavar='CONSUMER_UUID'))])

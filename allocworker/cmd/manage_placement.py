@@ -5,6 +5,8 @@ import json
 import time
 from wsgiref import util as wsgiref_util
 
+from allocworker.api import auth
+from allocworker.api.placement import router
 from allocworker import books
 from allocworker.cmd import commands as cli
 from allocworker.cmd import output
@@ -59,10 +61,6 @@ def _print_summary(report, summary):
 def _own_books(token):
     """A fetch callable reading allocworker's books through the REST
     shim's application in this process (no server needed)."""
-    # Imported here: every other allocworker-manage command would pay
-    # for loading the whole REST shim.
-    from allocworker.api import auth
-    from allocworker.api.placement import router
     application = auth.noauth2(router.application)
 
     def fetch(path, version=comparing.VERSION):
@@ -100,39 +98,3 @@ def placement_compare():
         print('the two endpoints agree')
     if differences:
         raise cli.CommandError('%d difference(s)' % len(differences))
-
-
-def add_parsers(subparsers):
-    sub = cli.category(subparsers, 'placement', 'moving from OpenStack '
-                       'Placement')
-    cli.add(sub, 'import', placement_import,
-            "copy a Placement 16 database's books into allocworker's",
-            [(['--from-connection'], dict(
-              required=True, dest='from_connection', metavar='URL',
-              help="Placement's [placement_database] connection")),
-             (['--catch-up'], dict(
-              action='store_true', dest='catch_up',
-              help='copy only what changed since the previous pass')),
-             (['--dry-run'], dict(
-              action='store_true', dest='dry_run',
-              help='judge and write everything, then roll it back')),
-             (['--force'], dict(
-              action='store_true',
-              help="replace a non-empty target's books with Placement's")),
-             (['--overlap-seconds'], dict(
-              type=int, default=300, dest='overlap_seconds',
-              help='catch-up reads changes from this long before the '
-                   'newest one the previous pass copied'))])
-    cli.add(sub, 'compare', placement_compare,
-            'list every difference between two Placement-API endpoints; '
-            'exit 0 only when they agree',
-            [(['--endpoint'], dict(required=True, metavar='URL')),
-             (['--other-endpoint'], dict(
-              dest='other_endpoint', metavar='URL',
-              help="default: allocworker's own books, read through the "
-                   "REST shim in this process")),
-             (['--token'], dict(default='admin',
-                                help='x-auth-token for --endpoint')),
-             (['--other-token'], dict(dest='other_token', default='admin',
-                                      help='x-auth-token for '
-                                           '--other-endpoint'))])

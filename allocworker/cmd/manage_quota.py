@@ -21,10 +21,3 @@ def quota_show():
         return
     cli.emit([dict(item, used=output.bar(item['usage'], item['limit']))
               for item in items], COLUMNS)
-
-
-def add_parsers(subparsers):
-    sub = cli.category(subparsers, 'quota', 'project limits')
-    cli.add(sub, 'show', quota_show,
-            "a project's limits, usage and what remains",
-            [(['--project'], dict(required=True, metavar='PROJECT_ID'))])

@@ -2,23 +2,20 @@
 
 import sys
 
-import kombu
 from oslo_upgradecheck import upgradecheck
-import oslo_messaging as messaging
 
 from allocworker.conf import CONF
-from allocworker.db import api as db
-from allocworker.db import durability
-from allocworker.db import migration
-from allocworker import rpc
 
 Code = upgradecheck.Code
 Result = upgradecheck.Result
 
 
 class Checks(upgradecheck.UpgradeCommands):
+    """Each check imports what it checks when it runs: help, and a usage
+    error, need neither the database machinery nor oslo.messaging."""
 
     def _check_database(self):
+        from allocworker.db import api as db
         try:
             db.configure(CONF)
             with db.reader() as conn:
@@ -29,6 +26,8 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS)
 
     def _check_schema(self):
+        from allocworker.db import api as db
+        from allocworker.db import migration
         try:
             db.configure(CONF)
             current, head = migration.current(), migration.head()
@@ -44,6 +43,8 @@ class Checks(upgradecheck.UpgradeCommands):
     def _check_durability(self):
         """Settings that lose acknowledged writes: a warning, since the
         books stay consistent but a crash or failover can undo answers."""
+        from allocworker.db import api as db
+        from allocworker.db import durability
         try:
             db.configure(CONF)
             with db.reader() as conn:
@@ -57,6 +58,10 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS)
 
     def _check_broker(self):
+        import kombu
+        import oslo_messaging as messaging
+
+        from allocworker import rpc
         try:
             rpc.get_transport()  # registers [DEFAULT] transport_url
             url = messaging.TransportURL.parse(CONF, CONF.transport_url)

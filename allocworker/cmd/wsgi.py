@@ -22,7 +22,7 @@ def init():
                                        '').split(',') if f]
     common.prepare([], default_config_files=files or None)
     tracing.setup('api', CONF.host)
-    db.configure(CONF)
+    db.configure(CONF, trace=tracing.enabled())
     # Every process records; the first to take [metrics] port serves
     # them all (see doc/deployment.md, "Monitoring").
     metrics_endpoint.start('api', health.api_application, shared=True)

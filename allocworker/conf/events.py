@@ -1,5 +1,4 @@
 from oslo_config import cfg
-from oslo_messaging import opts as messaging_opts
 
 events_group = cfg.OptGroup(
     'events', title='External events',
@@ -35,22 +34,9 @@ events_opts = [
 ]
 
 
-def _rpc_response_timeout():
-    """oslo.messaging's ``[DEFAULT] rpc_response_timeout``, which caps
-    waits (``max_wait_seconds``). oslo.messaging registers it only in a
-    process that makes an RPC client, which a worker does not: unregistered,
-    a worker's configured value was never read and the cap was always 55 s."""
-    for group, opts in messaging_opts.list_opts():
-        for opt in opts if group is None else ():
-            if opt.name == 'rpc_response_timeout':
-                return opt
-    raise LookupError('oslo.messaging has no rpc_response_timeout')
-
-
 def register_opts(conf):
     conf.register_group(events_group)
     conf.register_opts(events_opts, group=events_group)
-    conf.register_opt(_rpc_response_timeout())
 
 
 def list_opts():

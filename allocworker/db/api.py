@@ -19,7 +19,6 @@ from sqlalchemy.dialects import sqlite as sqlite_dml
 from allocworker.db import generations
 from allocworker.db import kept
 from allocworker.db import prepared
-from allocworker.db import traced
 
 _lock = threading.Lock()
 _facade = None
@@ -28,8 +27,10 @@ _facade = None
 _writes = _reads = None
 
 
-def configure(conf):
-    """Build this process's engine; call again after fork."""
+def configure(conf, trace=False):
+    """Build this process's engine; call again after fork. ``trace``: this
+    process traces (``metrics.tracing.enabled()``), so each transaction
+    of a traced call is a span."""
     global _facade, _writes, _reads
     _make_sqlite_directory(conf.database.connection)
     with _lock:
@@ -37,11 +38,13 @@ def configure(conf):
         facade.configure(**_engine_options(conf))
         engine = facade.writer.get_engine()
         _tune(engine)
-        traced.engine(engine)
+        if trace:
+            _trace(engine)
         stale = facade.reader.get_engine()   # slave_connection, if set
         if stale is not engine:
             _tune(stale)
-            traced.engine(stale)
+            if trace:
+                _trace(stale)
         _facade = facade
         _writes = _reads = None
         if engine.dialect.name != 'sqlite':
@@ -103,6 +106,13 @@ def _tune(engine):
                         prepared.tune_session(dbapi_conn))
     # Connections made before the listener or option existed are dropped.
     engine.dispose()
+
+
+def _trace(engine):
+    # Imported only here: osprofiler costs every command a tenth of a
+    # second to start, and only services trace.
+    from allocworker.db import traced
+    traced.engine(engine)
 
 
 def get_engine():

@@ -7,7 +7,6 @@ from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 import os_resource_classes
-import os_traits
 
 from allocworker.db import api
 from allocworker.db import resource_classes
@@ -43,6 +42,10 @@ def upgrade(conn, revision):
 def sync(revision='head'):
     """Bring the schema to ``revision``, then make sure the standard
     resource classes and traits (os-resource-classes, os-traits) exist."""
+    # Imported here: the other schema commands (db version, the upgrade
+    # check) need not load the names of every standard trait.
+    import os_traits
+
     with api.get_engine().begin() as conn:
         upgrade(conn, revision)
     with api.writer() as conn:

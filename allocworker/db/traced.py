@@ -1,5 +1,8 @@
 """Database work in traces (``allocworker.metrics.tracing``): a span per
-transaction and, with ``[profiler] trace_sqlalchemy``, per statement."""
+transaction and, with ``[profiler] trace_sqlalchemy``, per statement.
+
+Only for processes that trace (``api.configure(conf, trace=True)``):
+``metrics.tracing`` has registered ``[profiler]`` there."""
 
 from osprofiler import profiler
 from osprofiler import sqlalchemy as profiler_sqlalchemy
@@ -9,10 +12,8 @@ from allocworker.conf import CONF
 
 
 def engine(traced):
-    """Trace ``traced``'s transactions and statements, when [profiler]
-    is on. Costs nothing for calls that carry no trace."""
-    if not CONF.profiler.enabled:
-        return
+    """Trace ``traced``'s transactions and statements. Costs nothing
+    for calls that carry no trace."""
     if CONF.profiler.trace_sqlalchemy:
         profiler_sqlalchemy.add_tracing(sa, traced, 'db')
     sa.event.listen(traced, 'begin', _begin)

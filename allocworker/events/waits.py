@@ -16,6 +16,7 @@ from oslo_utils import timeutils
 
 from allocworker import codes
 from allocworker.conf import CONF
+from allocworker.conf import messaging as messaging_conf
 from allocworker.db import api as db
 from allocworker.db import events as db_events
 from allocworker.events import external
@@ -25,6 +26,9 @@ from allocworker import validation
 
 # Consumers per statement when many waits are checked at once.
 CHECK_CHUNK = 500
+
+# Registered by its reader, not by allocworker.conf (see conf.messaging).
+messaging_conf.register_opts(CONF)
 
 
 def max_wait():

@@ -18,10 +18,14 @@ from osprofiler import profiler
 from osprofiler import web
 
 from allocworker.conf import CONF
+from allocworker.conf import profiler as profiler_conf
 
 PROJECT = 'allocworker'
 _NOTHING = contextlib.nullcontext()
 _on = False
+
+# Registered by their reader, not by allocworker.conf (see conf.profiler).
+profiler_conf.register_opts(CONF)
 
 
 def setup(service, host):
