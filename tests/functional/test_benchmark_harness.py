@@ -115,3 +115,39 @@ def test_metrics_run_measures_both_workers():
     assert on['ratio'] == round(on['per_s'] / off['per_s'], 3)
     assert off['cpu_ms_parts']['worker'] > 0 < on['cpu_ms_parts']['worker']
     assert "worker processes' CPU per call" in result.stdout
+
+
+def test_claims_filtered_writes_one_row_per_shape_with_no_misplaced_claim(
+        tmp_path):
+    out = tmp_path / 'claims_filtered.json'
+    result = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.claims_filtered', '--trees',
+         '200', '--workers', '1', '--seconds', '0.4', '--window', '0.2',
+         '--out', str(out)], cwd=ROOT, capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[
+        -2000:]
+    with open(out) as f:
+        document = json.load(f)
+    assert document['benchmark'] == 'claims_filtered'
+    assert len(document['commit']['sha']) == 40
+    assert isinstance(document['commit']['dirty'], bool)
+    assert document['command'][-2:] == ['--out', str(out)]
+    assert document['machine']['cores'] > 0
+    assert set(document['machine']['loadavg']) == {'start', 'end'}
+    assert [(r['row'], r['concurrency']) for r in document['rows']] == [
+        ('plain', 1), ('not_disabled', 1), ('member_of', 1),
+        ('required_rare', 1), ('root_required_rare', 1), ('in_tree', 1),
+        ('member_of', 16)]
+    for row in document['rows']:
+        for kind in ('claim', 'allocate'):
+            figures = row[kind]
+            assert figures['calls'] > 0 and figures['p50_ms'] > 0, row
+            assert figures['worker_cpu_ms'] > 0, row
+            assert (figures['non_200'], figures['violations'],
+                    figures['errors']) == (0, 0, 0), row
+        assert row['ratio']['p50_ms'] == round(
+            row['claim']['p50_ms'] / row['allocate']['p50_ms'], 2)
+    # The table has a line per row.
+    assert sum(line.startswith(('plain', 'member_of', 'in_tree'))
+               for line in result.stdout.splitlines()) == 4
