@@ -19,7 +19,8 @@ fresh database, then measures at c=1, p50/p99 and CPU per call:
 - Placement 16 under uWSGI, on a fresh database of its own with the same
   hosts, asked the same ``GET`` (unless ``--no-placement``): it builds
   every combination of a host's devices, so it gets ``--placement-calls``
-  tries, each cut off where uWSGI's 60 s harakiri closes it.
+  tries, each cut off where uWSGI's HTTP router gives up on it (its
+  ``http-timeout``, 60 s by default; no harakiri is configured).
 """
 
 import argparse
@@ -98,7 +99,7 @@ def placement_row(args, scratch):
                         'GET', '/allocation_candidates?' + QUERY)
                     outcomes.append('%d, %d candidates' % (
                         status, len(body['allocation_requests'])))
-                except Exception as error:  # harakiri closes the socket
+                except Exception as error:  # the router's timeout
                     outcomes.append('no answer: %s' % str(error)[:80])
                 latencies.append(time.monotonic() - started)
             return {'p50_ms': round(1000 * load.percentile(latencies, 0.5),
