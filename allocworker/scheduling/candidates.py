@@ -55,6 +55,7 @@ from allocworker.db import narrowing as db_narrowing
 from allocworker.db import resource_classes as db_classes
 from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
+from allocworker.scheduling import choosing
 from allocworker.scheduling import combine
 from allocworker.scheduling import windows
 
@@ -114,7 +115,11 @@ def windowed(conn, request, strategy, size):
     for window in windows.windows(conn, amounts, strategy, size,
                                   prepared.scope):
         if window is None:
-            yield _weighed(conn, _every(conn, prepared, seen, None))
+            # No class ranks the roots: each slice of them is a window,
+            # from a random root on for ``spread``.
+            for chunk in _slices(conn, prepared,
+                                 randomize=strategy == choosing.SPREAD):
+                yield _weighed(conn, _in_slice(conn, prepared, chunk, seen))
             return
         # A window holds only roots the scope admits: no root filter
         # is left to judge.
@@ -187,13 +192,20 @@ def _every(conn, prepared, seen, limit, randomize=False):
     roots at a time."""
     found = []
     for chunk in _slices(conn, prepared, randomize):
-        found.extend(prepared.search.slice(
-            chunk, seen, None if limit is None else limit - len(found),
-            ranged=not prepared.filtered or db_candidates.count_roots(
-                conn, chunk[0], chunk[-1]) <= 2 * len(chunk)))
+        found.extend(_in_slice(conn, prepared, chunk, seen, None
+                               if limit is None else limit - len(found)))
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def _in_slice(conn, prepared, chunk, seen, limit=None):
+    """The candidates anchored at a slice of roots (sorted ids), read by
+    their range unless the filters leave too many gaps in it."""
+    return prepared.search.slice(
+        chunk, seen, limit, ranged=not prepared.filtered or
+        db_candidates.count_roots(conn, chunk[0], chunk[-1]) <=
+        2 * len(chunk))
 
 
 def _weighed(conn, found, nodes=None):

@@ -1,7 +1,8 @@
 """The roots a claim weighs, a window at a time, in its strategy's order,
 read from what the database keeps: the room left per provider and class
-(``usages.free``, indexed), so a window costs the same on a hundred hosts
-or a hundred thousand.
+(``usages.free``, indexed), within the roots its request's filters admit
+(``db/narrowing.py``), so a window costs the same on a hundred hosts or
+a hundred thousand, however rare the hosts the filters admit.
 
 A window is the roots of the ``[scheduling] window_size`` providers with
 the most room (``spread``) or the least room that still fits (``pack``)
@@ -11,15 +12,22 @@ provider of its own tree with room for it, so its root is on that
 class's list. The next window continues every list where the last one
 stopped; once one anchoring class's list is read to its end, every root
 that could hold a candidate has been in a window, and a claim that found
-nothing fitting in them can say that nothing fits. A request whose every
-class a sharing provider may serve has no anchoring class: its roots
-cannot be ranked this way, and it is searched over the whole cloud
-(``windows`` yields ``None`` once).
+nothing fitting in them can say that nothing fits.
 
-``spread``'s first window starts at a random place among the providers
-that share the most room, so concurrent claims on a uniform cloud start
-on different hosts (``_among_the_roomiest``); later windows read each
-list from the top, and a root already weighed is not weighed again.
+``scope_of`` turns the request's filters into a ``Scope``. A scope that
+lists its roots (a named host, a zone, a rare trait: few roots) is read
+from those roots' providers, one anchoring class, ranked by the database
+(``_within``); any other walks each class's room index under the
+filters' conditions. A request whose every class a sharing provider may
+serve has no anchoring class: its roots cannot be ranked this way, and
+it is searched a slice of roots at a time (``windows`` yields ``None``
+once).
+
+``spread``'s first window over an unlisted scope that admits most
+providers starts at a random place among the providers that share the
+most room, so concurrent claims on a uniform cloud start on different
+hosts (``_among_the_roomiest``); later windows read each list from the
+top, and a root already weighed is not weighed again.
 
 Within a window the claim orders the candidates by the strategy's score
 over every requested class (``choosing.ordered``); the window decides
