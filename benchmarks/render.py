@@ -1,0 +1,127 @@
+"""benchmarks/README.md's "Current results", rendered from the committed
+result files (``benchmarks/results/*.json``, written by the benchmarks
+themselves through ``results.py``), so that every figure on the page can
+be traced to a run: its commit, command and machine.
+
+    .venv/bin/python -m benchmarks.render          # rewrite the section
+    .venv/bin/python -m benchmarks.render --check  # exit 1 if it is stale
+
+Only the text between the two markers is rendered; the rest of the page
+(what each benchmark measures, how to run it) is written by hand.
+``tests/unit/test_benchmark_page.py`` fails when the page and the files
+disagree.
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PAGE = os.path.join(HERE, 'README.md')
+RESULTS = os.path.join(HERE, 'results')
+BEGIN = '<!-- results:begin (rendered by benchmarks/render.py) -->'
+END = '<!-- results:end -->'
+
+
+def _source(result):
+    """Where a file's figures come from, in one paragraph."""
+    commit = result['commit']
+    load = result['machine']['loadavg']
+    return ('Run `%s` at commit `%s`%s, %s, on %d cores (load average %s '
+            'at the start, %s at the end).' % (
+                ' '.join(result['command']), (commit['sha'] or '?')[:10],
+                ' with uncommitted changes' if commit['dirty'] else '',
+                result['started'], result['machine']['cores'],
+                _load(load['start']), _load(load.get('end'))))
+
+
+def _load(values):
+    return '/'.join('%.2f' % v for v in values) if values else '?'
+
+
+def _table(header, rows):
+    lines = ['| %s |' % ' | '.join(header),
+             '|%s|' % '|'.join('---' if n == 0 else '---:'
+                               for n in range(len(header)))]
+    lines += ['| %s |' % ' | '.join(str(cell) for cell in row)
+              for row in rows]
+    return '\n'.join(lines)
+
+
+def _claims_filtered(result):
+    header = ['request', 'c', 'claim p50 ms', 'allocate p50 ms',
+              'claim / allocate p50', 'claims/s', 'allocates/s',
+              'claim / allocate per s', 'claim CPU ms (worker + db)',
+              'allocate CPU ms (worker + db)', 'not 200 or misplaced']
+    rows = []
+    for row in result['rows']:
+        claim, allocate, ratio = row['claim'], row['allocate'], row['ratio']
+        rows.append([
+            row['row'], row['concurrency'], claim['p50_ms'],
+            allocate['p50_ms'], ratio['p50_ms'], claim['per_s'],
+            allocate['per_s'], ratio['per_s'],
+            '%s + %s' % (claim['worker_cpu_ms'], claim['db_cpu_ms']),
+            '%s + %s' % (allocate['worker_cpu_ms'], allocate['db_cpu_ms']),
+            claim['non_200'] + claim['violations'] + claim['errors']])
+    trees = {row['trees'] for row in result['rows']}
+    return ('### Claims by request shape, %s trees (`claims_filtered`)\n\n'
+            '%s\n\n%s' % (', '.join('{:,}'.format(t) for t in sorted(trees)),
+                          _source(result), _table(header, rows)))
+
+
+def _generic(result):
+    """A file no renderer knows yet: its rows' scalar fields."""
+    rows = result['rows']
+    header = sorted({k for row in rows for k, v in row.items()
+                     if not isinstance(v, (dict, list))})
+    return '### `%s`\n\n%s\n\n%s' % (
+        result['benchmark'], _source(result),
+        _table(header, [[row.get(k, '') for k in header] for row in rows]))
+
+
+RENDERERS = {'claims_filtered': _claims_filtered}
+
+
+def section():
+    """The rendered text between the markers."""
+    parts = []
+    for path in sorted(glob.glob(os.path.join(RESULTS, '*.json'))):
+        with open(path) as f:
+            result = json.load(f)
+        render = RENDERERS.get(result['benchmark'], _generic)
+        parts.append('%s\n\nFile: `benchmarks/results/%s`.' % (
+            render(result), os.path.basename(path)))
+    if not parts:
+        parts.append('No result file is committed yet.')
+    return '\n'.join([BEGIN, ''] + ['\n\n'.join(parts), '', END])
+
+
+def page():
+    """The whole page as it should read now."""
+    with open(PAGE) as f:
+        text = f.read()
+    before, _, rest = text.partition(BEGIN)
+    _, _, after = rest.partition(END)
+    return before + section() + after
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--check', action='store_true',
+                        help='exit 1 when the page differs from the files')
+    args = parser.parse_args(argv)
+    wanted = page()
+    with open(PAGE) as f:
+        stale = f.read() != wanted
+    if args.check:
+        return 1 if stale else 0
+    if stale:
+        with open(PAGE, 'w') as f:
+            f.write(wanted)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
