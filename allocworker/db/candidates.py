@@ -135,90 +135,108 @@ def suppliers(conn, roots, class_id, amount, filters=db_filters.NO_FILTERS,
 _FEW_ROOTS = 64
 
 
+_Shape = collections.namedtuple('_Shape', [
+    'ranged', 'with_class', 'filters', 'tree_filters', 'in_tree',
+    'sharing_filters', 'from_trees', 'dialect'])
+
+
 @functools.lru_cache(maxsize=256)
-def _supplier_query(ranged, with_class, filters, tree_filters, in_tree,
-                    sharing_filters, from_trees, dialect):
-    """``suppliers``' statement for one shape of search, built once (its
-    values are bound at execution), prepared on PostgreSQL for a few
-    roots (``from_trees``) where no filter lists values (planning the
-    sharing providers' union cost the server 1.7-2.8 ms a claim, running
-    it 0.3-0.5); for a range or many roots, planned for them."""
-    class_id = sa.bindparam('class_id', type_=sa.Integer)
-    amount = sa.bindparam('amount', type_=sa.BigInteger)
-    direct = sa.select(_p.c.id, _p.c.root_provider_id.label('anchor'))
-    direct = direct.select_from(_p).where(
-        _anchored_at(_p.c.root_provider_id, ranged, dialect,
-                     from_trees))
-    if with_class:
-        direct = _with_room(direct, _p.c.id, class_id, amount)
-    direct = direct.where(
-        *db_filters.trait_clauses(_p.c.id, filters, dialect),
-        *db_filters.aggregate_clauses(_p.c.id, filters, dialect))
-    if tree_filters is not None:
-        direct = direct.where(db_filters.either(
-            _p.c.id, _p.c.root_provider_id, tree_filters, dialect))
-    if in_tree:
-        direct = direct.where(_p.c.root_provider_id ==
-                              sa.bindparam('in_tree', type_=sa.Integer))
-    if sharing_filters is None:
-        return prepared.Core(direct, prepare=from_trees)
-    sharing = _pt.alias('sharing')
-    shared = _p.alias('shared')
-    own = _pa.alias('own')
-    theirs = _pa.alias('theirs')
-    member = _p.alias('member')
-    if from_trees:
+def _supplier_query(*shape):
+    """``suppliers``' statement for one shape of search (``_Shape``),
+    built once (its values are bound at execution), prepared on
+    PostgreSQL for a few roots (``from_trees``: planning the sharing
+    providers' union cost the server 1.7-2.8 ms a claim, running it
+    0.3-0.5); for a range or many roots, planned for them. The tree's
+    own providers, and with ``sharing_filters`` the sharing providers
+    that anchor at the roots through an aggregate, in a union."""
+    shape = _Shape(*shape)
+    direct = _own_suppliers(shape)
+    if shape.sharing_filters is None:
+        return prepared.Core(direct, prepare=shape.from_trees)
+    return prepared.Core(sa.union(direct, _sharing_suppliers(shape)),
+                         prepare=shape.from_trees)
+
+
+def _asked(shape, query, provider, root):
+    """``query`` kept to the suppliers that have room (with a class) and
+    meet the shape's filters, for the provider and root columns given."""
+    if shape.with_class:
+        query = _with_room(query, provider,
+                           sa.bindparam('class_id', type_=sa.Integer),
+                           sa.bindparam('amount', type_=sa.BigInteger))
+    if shape.tree_filters is not None:
+        query = query.where(db_filters.either(
+            provider, root, shape.tree_filters, shape.dialect))
+    return query
+
+
+def _own_suppliers(shape):
+    """(provider id, anchor) of the providers of the roots' own trees."""
+    query = (sa.select(_p.c.id, _p.c.root_provider_id.label('anchor'))
+             .select_from(_p)
+             .where(_anchored_at(_p.c.root_provider_id, shape.ranged,
+                                 shape.dialect, shape.from_trees)))
+    query = _asked(shape, query, _p.c.id, _p.c.root_provider_id).where(
+        *db_filters.trait_clauses(_p.c.id, shape.filters, shape.dialect),
+        *db_filters.aggregate_clauses(_p.c.id, shape.filters,
+                                      shape.dialect))
+    if shape.in_tree:
+        query = query.where(_p.c.root_provider_id ==
+                            sa.bindparam('in_tree', type_=sa.Integer))
+    return query
+
+
+def _sharing_suppliers(shape):
+    """(provider id, anchor) of the sharing providers, each anchored at
+    the roots it shares an aggregate with."""
+    sharing, shared = _pt.alias('sharing'), _p.alias('shared')
+    own, theirs = _pa.alias('own'), _pa.alias('theirs')
+    if shape.from_trees:
         # The window's aggregates first, materialized: PostgreSQL otherwise
         # starts from the sharing providers' inventory (estimated at one
         # row) and walks every tree of their aggregates.
         member = (sa.select(theirs.c.aggregate_uuid,
                             _p.c.root_provider_id)
                   .join(theirs, theirs.c.provider_id == _p.c.id)
-                  .where(_anchored_at(_p.c.root_provider_id, ranged,
-                                      dialect, from_trees))
+                  .where(_anchored_at(_p.c.root_provider_id, shape.ranged,
+                                      shape.dialect, shape.from_trees))
                   .cte('member').prefix_with('MATERIALIZED',
                                              dialect='postgresql'))
-        anchored = (sa.select(shared.c.id, member.c.root_provider_id)
-                    .prefix_with('STRAIGHT_JOIN', dialect='mysql')
-                    .select_from(member)
-                    .join(own, own.c.aggregate_uuid == member.c.aggregate_uuid)
-                    .join(sharing, sharing.c.provider_id == own.c.provider_id)
-                    .join(shared, shared.c.id == sharing.c.provider_id))
-        if with_class:
-            anchored = _with_room(anchored, shared.c.id, class_id, amount)
+        query = (sa.select(shared.c.id, member.c.root_provider_id)
+                 .prefix_with('STRAIGHT_JOIN', dialect='mysql')
+                 .select_from(member)
+                 .join(own, own.c.aggregate_uuid == member.c.aggregate_uuid)
+                 .join(sharing, sharing.c.provider_id == own.c.provider_id)
+                 .join(shared, shared.c.id == sharing.c.provider_id))
+        query = _asked(shape, query, shared.c.id, member.c.root_provider_id)
     else:
         # From the few providers with the sharing trait and room, out to
         # the trees they share with: MariaDB keeps this order
         # (STRAIGHT_JOIN); left to itself it walked every aggregate
         # membership first and probed the sharing providers from each
         # (0.1 s at 1,000 trees).
-        anchored = (sa.select(shared.c.id, member.c.root_provider_id)
-                    .prefix_with('STRAIGHT_JOIN', dialect='mysql')
-                    .select_from(sharing)
-                    .join(shared, shared.c.id == sharing.c.provider_id))
-        if with_class:
-            anchored = _with_room(anchored, shared.c.id, class_id, amount)
-        anchored = (anchored
-                    .join(own, own.c.provider_id == shared.c.id)
-                    .join(theirs,
-                          theirs.c.aggregate_uuid == own.c.aggregate_uuid)
-                    .join(member, member.c.id == theirs.c.provider_id))
-    anchored = anchored.where(
+        member = _p.alias('member')
+        query = (sa.select(shared.c.id, member.c.root_provider_id)
+                 .prefix_with('STRAIGHT_JOIN', dialect='mysql')
+                 .select_from(sharing)
+                 .join(shared, shared.c.id == sharing.c.provider_id))
+        query = (_asked(shape, query, shared.c.id, member.c.root_provider_id)
+                 .join(own, own.c.provider_id == shared.c.id)
+                 .join(theirs,
+                       theirs.c.aggregate_uuid == own.c.aggregate_uuid)
+                 .join(member, member.c.id == theirs.c.provider_id))
+    query = query.where(
         sharing.c.trait_id == sa.bindparam('sharing_trait', type_=sa.Integer),
-        _anchored_at(member.c.root_provider_id, ranged, dialect,
-                     from_trees))
-    anchored = anchored.where(
-        *db_filters.trait_clauses(shared.c.id, sharing_filters, dialect),
-        *db_filters.aggregate_clauses(shared.c.id, sharing_filters,
-                                      dialect))
-    if tree_filters is not None:
-        anchored = anchored.where(db_filters.either(
-            shared.c.id, member.c.root_provider_id, tree_filters, dialect))
-    if in_tree:
-        anchored = anchored.where(shared.c.root_provider_id ==
-                                  sa.bindparam('in_tree', type_=sa.Integer))
-    return prepared.Core(sa.union(direct, anchored),
-                         prepare=from_trees)
+        _anchored_at(member.c.root_provider_id, shape.ranged, shape.dialect,
+                     shape.from_trees),
+        *db_filters.trait_clauses(shared.c.id, shape.sharing_filters,
+                                  shape.dialect),
+        *db_filters.aggregate_clauses(shared.c.id, shape.sharing_filters,
+                                      shape.dialect))
+    if shape.in_tree:
+        query = query.where(shared.c.root_provider_id ==
+                            sa.bindparam('in_tree', type_=sa.Integer))
+    return query
 
 
 def nodes(conn, root_ids=(), provider_ids=()):

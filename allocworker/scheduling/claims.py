@@ -210,68 +210,104 @@ def _place(conn, context, claim, known, searches, staging):
     or the claim's Fault: the candidates of the window an earlier item
     of the call asking the same placed from (``reuse``), then of one
     window of roots at a time, the next only when nothing in this one
-    fitted. ``staging``: where the write is held back, or None to write
-    it now."""
-    request = claim.request
-    new = _is_new(claim, known)
-    kept = searches.window(claim) if new else None
-    if kept is not None:
-        # Never waiting for a lock here: a fresh search is cheaper than
-        # a wait for another transaction's whole batch.
-        outcome, _refused, _blocked, _stale = claim_tries.place_in(
-            conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-            known, staging, passes=1)
-        if isinstance(outcome, codes.Fault):
-            return outcome
-        if outcome is not None:
-            searches.placed(claim, outcome[0])
-            return outcome
+    fitted, then the candidates passed over for last. ``staging``: where
+    the write is held back, or None to write it now."""
+    # Only a new consumer's search is kept for the claims after it.
+    searches = searches if _is_new(claim, known) else None
+    outcome = _from_kept(conn, context, claim, known, searches, staging)
+    if outcome is not None:
+        return outcome
     answered, windows = _search(conn, context, claim, known)
     if isinstance(answered, codes.Fault):
         return answered
     if answered is not None:
         return answered, []
-    found = excluded = 0
-    faults, blocking, last = [], None, []
+    tally = _Tally()
+    outcome = _through_windows(conn, context, claim, known, searches,
+                               staging, windows, tally)
+    if outcome is None:
+        outcome = _through_last(conn, context, claim, known, staging, tally)
+    return outcome if outcome is not None else tally.refusal(claim.request)
+
+
+class _Tally(object):
+    """What a claim met in its windows, for its refusal if nothing fits:
+    candidates found and excluded, the faults of those tried, the group
+    that ruled candidates out, and the candidates left for last."""
+
+    def __init__(self):
+        self.found = self.excluded = 0
+        self.faults, self.blocking, self.last = [], None, []
+
+    def refusal(self, request):
+        if self.blocking is not None and not self.faults:
+            return claim_groups.ruled_out(request, self.blocking,
+                                          self.found - self.excluded)
+        if self.faults and all(f.code == codes.GROUP_POLICY_VIOLATION
+                               for f in self.faults):
+            return self.faults[-1]
+        return codes.Fault(
+            codes.CAPACITY_EXCEEDED,
+            'items[%d]: nothing fits the request: %d candidate(s) found, '
+            '%d on excluded roots, %d tried and full when locked'
+            % (request.index, self.found, self.excluded, len(self.faults)))
+
+
+def _from_kept(conn, context, claim, known, searches, staging):
+    """The outcome of the candidates an earlier claim of the transaction
+    asking the same kept (``reuse``), or None to search afresh. Never
+    waiting for a lock: a fresh search is cheaper than a wait for
+    another transaction's whole batch."""
+    kept = searches.window(claim) if searches is not None else None
+    if kept is None:
+        return None
+    outcome, _refused, _blocked, _stale = claim_tries.place_in(
+        conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
+        known, staging, passes=1)
+    if outcome is not None and not isinstance(outcome, codes.Fault):
+        searches.placed(claim, outcome[0])
+    return outcome
+
+
+def _through_windows(conn, context, claim, known, searches, staging,
+                     windows, tally):
+    """The outcome of the first window with a candidate that fits (or a
+    Fault that ends the claim), or None, ``tally`` filled in; the window
+    kept in ``searches`` (unless None) for the claims after it."""
     for window in windows:
         if isinstance(window, codes.Fault):
             return window
         candidates, ids = window
-        found += len(candidates)
         kept = _not_excluded(claim, candidates)
-        excluded += len(candidates) - len(kept)
+        tally.found += len(candidates)
+        tally.excluded += len(candidates) - len(kept)
         outcome, refused, blocked, passed = claim_tries.place_in(
             conn, context, claim, kept, ids, known, staging)
         if outcome is not None:
-            if new and not isinstance(outcome, codes.Fault):
+            if searches is not None and not isinstance(outcome,
+                                                       codes.Fault):
                 searches.keep(claim, window, outcome[0])
             return outcome
-        faults.extend(refused)
-        blocking = blocking or blocked
+        tally.faults.extend(refused)
+        tally.blocking = tally.blocking or blocked
         if passed:
-            last.append((passed, ids))
-    # A spread claim's trees placed in since it weighed them, or held by
-    # another writer (most likely placing there), go last, after every
-    # other window: it doubles up on a host only when nothing emptier
-    # fits, and never fails while one of them fits.
-    for passed, ids in last:
+            tally.last.append((passed, ids))
+    return None
+
+
+def _through_last(conn, context, claim, known, staging, tally):
+    """A spread claim's trees placed in since it weighed them, or held by
+    another writer (most likely placing there), tried after every other
+    window: it doubles up on a host only when nothing emptier fits, and
+    never fails while one of them fits."""
+    for passed, ids in tally.last:
         outcome, refused, _blocked, _passed = claim_tries.place_in(
             conn, context, claim, passed, ids, known, staging,
             fresh=False)
         if outcome is not None:
             return outcome
-        faults.extend(refused)
-    if blocking is not None and not faults:
-        return claim_groups.ruled_out(request, blocking,
-                                      found - excluded)
-    if faults and all(f.code == codes.GROUP_POLICY_VIOLATION
-                      for f in faults):
-        return faults[-1]
-    return codes.Fault(
-        codes.CAPACITY_EXCEEDED,
-        'items[%d]: nothing fits the request: %d candidate(s) found, %d '
-        'on excluded roots, %d tried and full when locked'
-        % (request.index, found, excluded, len(faults)))
+        tally.faults.extend(refused)
+    return None
 
 
 def _search(conn, context, claim, known):

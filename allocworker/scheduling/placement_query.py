@@ -132,54 +132,69 @@ def _query_group(label, values, minor, single=None):
 
 
 def _check_groups(groups, subtrees, minor):
-    by_label = {g.label: g for g in groups}
+    """Placement's checks of the groups as a whole, in its order and
+    words: from 1.36 resourceless groups must be named in
+    ``same_subtree``; before it every group needs resources; from 1.22 a
+    group may not both require and forbid a trait."""
     if minor >= 36:
-        resourceless = [g.label for g in groups if not g.resources]
-        if len(resourceless) == len(groups):
-            raise fault('There must be at least one resources or '
-                        'resources[$S] parameter.', 'missing_value')
-        named = set().union(*subtrees) if subtrees else set()
-        bad = [label for label in resourceless if label not in named]
-        if bad:
-            raise fault('Resourceless suffixed group request should be '
-                        'specified in `same_subtree` query param: bad '
-                        'group(s) - %s.' % bad)
-        bad = [s for subtree in subtrees for s in sorted(subtree)
-               if s not in by_label]
-        if bad:
-            raise fault('Real suffixes should be specified in '
-                        '`same_subtree`: %s not found in %s.'
-                        % (bad, list(by_label)))
+        _check_resourceless(groups, subtrees)
     else:
-        orphans = ['required' + g.label for g in groups
-                   if (g.required or g.any_traits or g.forbidden) and
-                   not g.resources]
-        if orphans:
-            raise fault('All traits parameters must be associated with '
-                        'resources.  Found the following orphaned traits '
-                        'keys: %s' % ', '.join(orphans), None)
-        orphans = ['member_of' + g.label for g in groups
-                   if (g.member_of or g.forbidden_aggregates) and
-                   not g.resources]
-        if orphans:
-            raise fault('All member_of parameters must be associated with '
-                        'resources. Found the following orphaned member_of '
-                        'keys: %s' % ', '.join(orphans), None)
-        if not all(g.resources for g in groups):
-            raise fault('All request groups must specify resources.', None)
-        if not groups:
-            raise fault('At least one request group (`resources` or '
-                        '`resources{$S}`) is required.', None)
+        _check_every_group_has_resources(groups)
     if minor >= 22:
-        clash = sorted(
-            'required%s: (%s)' % (g.label, ', '.join(sorted(names)))
-            for g in groups
-            for names in [frozenset([t]) for t in g.required] +
-            list(g.any_traits) if names <= g.forbidden)
-        if clash:
-            raise fault('Conflicting required and forbidden traits found in '
-                        'the following traits keys: %s' % ', '.join(clash),
-                        None)
+        _check_no_trait_both_ways(groups)
+
+
+def _check_resourceless(groups, subtrees):
+    resourceless = [g.label for g in groups if not g.resources]
+    if len(resourceless) == len(groups):
+        raise fault('There must be at least one resources or '
+                    'resources[$S] parameter.', 'missing_value')
+    named = set().union(*subtrees) if subtrees else set()
+    bad = [label for label in resourceless if label not in named]
+    if bad:
+        raise fault('Resourceless suffixed group request should be '
+                    'specified in `same_subtree` query param: bad '
+                    'group(s) - %s.' % bad)
+    labels = [g.label for g in groups]
+    bad = [s for subtree in subtrees for s in sorted(subtree)
+           if s not in labels]
+    if bad:
+        raise fault('Real suffixes should be specified in '
+                    '`same_subtree`: %s not found in %s.' % (bad, labels))
+
+
+def _check_every_group_has_resources(groups):
+    orphans = ['required' + g.label for g in groups
+               if (g.required or g.any_traits or g.forbidden) and
+               not g.resources]
+    if orphans:
+        raise fault('All traits parameters must be associated with '
+                    'resources.  Found the following orphaned traits '
+                    'keys: %s' % ', '.join(orphans), None)
+    orphans = ['member_of' + g.label for g in groups
+               if (g.member_of or g.forbidden_aggregates) and
+               not g.resources]
+    if orphans:
+        raise fault('All member_of parameters must be associated with '
+                    'resources. Found the following orphaned member_of '
+                    'keys: %s' % ', '.join(orphans), None)
+    if not all(g.resources for g in groups):
+        raise fault('All request groups must specify resources.', None)
+    if not groups:
+        raise fault('At least one request group (`resources` or '
+                    '`resources{$S}`) is required.', None)
+
+
+def _check_no_trait_both_ways(groups):
+    clash = sorted(
+        'required%s: (%s)' % (g.label, ', '.join(sorted(names)))
+        for g in groups
+        for names in [frozenset([t]) for t in g.required] +
+        list(g.any_traits) if names <= g.forbidden)
+    if clash:
+        raise fault('Conflicting required and forbidden traits found in '
+                    'the following traits keys: %s' % ', '.join(clash),
+                    None)
 
 
 def _query_same_subtree(values):
