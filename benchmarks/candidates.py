@@ -44,17 +44,22 @@ all with ``limit=1000``. The choices:
 - ``--serve wsgiref``: allocworker-api's own threaded server and
   ``placement_server.py`` (the same threaded wsgiref server for
   Placement); ``--serve uwsgi``: both under uWSGI with the settings of
-  Placement's install guide, 2 processes x 10 threads (``peers.py``).
+  Placement's install guide, 10 threads in each of a process per core
+  (``peers.py``).
 
 Placement 16 is served by ``--placement-python`` (default
 ``.venv-placement``, made on first use with the PostgreSQL and MariaDB
-drivers). Per row: p50, p99, CPU per request of
-the run's own processes and of the machine (``cpu.Meter``), the peak
-resident memory of the server's largest process and of all its
-processes, the candidates and provider summaries returned, and
-``ratio``, allocworker's p50 over Placement's. A request a server
-refuses is recorded with its status and message (``REFUSED``), never
-fatal.
+drivers), tuned as for a large cloud either way: ``[placement]
+max_allocation_candidates = 1000`` and
+``allocation_candidates_generation_strategy = breadth-first``
+(``placement_server.TUNING``; AW_BENCH_PLACEMENT_MAX_CANDIDATES and
+AW_BENCH_PLACEMENT_STRATEGY override them). Per row: p50, p99, CPU
+per request of the run's own processes and of the machine
+(``cpu.Meter``), the peak resident memory of the server's largest
+process and of all its processes, the candidates and provider
+summaries returned, and ``ratio``, allocworker's p50 over Placement's.
+A request a server refuses is recorded with its status and message
+(``REFUSED``), never fatal.
 """
 
 import argparse

@@ -1,8 +1,9 @@
 """HTTP peers measured in the same run: OpenStack Placement 16.0.0 from
 PyPI and allocworker-api, both under uWSGI with the settings Placement's
-install guide gives (``-M --http ... --processes 2 --threads 10``), each on
-a fresh PostgreSQL database of its own, and a no-op WSGI application
-under the same settings as their ceiling.
+install guide gives (``-M --http ... --processes 2 --threads 10``, the
+processes one per core), each on a fresh PostgreSQL database of its own,
+Placement tuned for a large cloud (``placement_server.TUNING``), and a
+no-op WSGI application under the same settings as their ceiling.
 
 uWSGI comes from PyPI's ``pyuwsgi`` (binary wheels: nothing to compile),
 installed on first use into the venv that serves the application;
@@ -20,14 +21,21 @@ import urllib.error
 import urllib.request
 import uuid
 
+from benchmarks import placement_server
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PLACEMENT_VENV = os.path.join(ROOT, '.venv-placement')
 PLACEMENT = ['openstack-placement==16.0.0', 'psycopg2-binary', 'PyMySQL']
 UWSGI = 'pyuwsgi'
 # Placement's install-from-PyPI guide: uwsgi -M --http :8778 --wsgi-file
 # placement-api --processes 2 --threads 10 (16.0.0 ships the module
-# placement.wsgi.api instead of the script).
-PROCESSES, THREADS = 2, 10
+# placement.wsgi.api instead of the script). Its 2 processes are one per
+# core of a 2-core machine, so on a larger one they would leave cores
+# idle: one process per core, as an operator sizes it
+# (AW_BENCH_UWSGI_PROCESSES overrides).
+PROCESSES = int(os.environ.get('AW_BENCH_UWSGI_PROCESSES') or
+                os.cpu_count() or 2)
+THREADS = 10
 
 
 CONSTRAINTS = os.path.join(ROOT, 'constraints.txt')
@@ -134,15 +142,17 @@ class Uwsgi(object):
 
 
 def start_placement(database, scratch, venv_bin=None):
-    """Placement 16 on ``database`` (schema by placement-manage), from
-    ``venv_bin`` (default ``.venv-placement/bin``)."""
+    """Placement 16 on ``database`` (schema by placement-manage), tuned
+    for a large cloud (``placement_server.TUNING``), from ``venv_bin``
+    (default ``.venv-placement/bin``)."""
     venv_bin = venv_bin or placement_bin()
     conf_dir = os.path.join(scratch, 'placement')
     os.makedirs(conf_dir, exist_ok=True)
     with open(os.path.join(conf_dir, 'placement.conf'), 'w') as f:
         f.write('[DEFAULT]\nlog_file = %s\n[api]\nauth_strategy = noauth2\n'
-                '[placement_database]\nconnection = %s\n'
-                % (os.path.join(scratch, 'placement.log'), database))
+                '[placement_database]\nconnection = %s\n%s'
+                % (os.path.join(scratch, 'placement.log'), database,
+                   placement_server.placement_section()))
     env = {'OS_PLACEMENT_CONFIG_DIR': conf_dir}
     subprocess.run([os.path.join(venv_bin, 'placement-manage'),
                     '--config-file', os.path.join(conf_dir, 'placement.conf'),

@@ -151,3 +151,25 @@ def test_claims_filtered_writes_one_row_per_shape_with_no_misplaced_claim(
     # The table has a line per row.
     assert sum(line.startswith(('plain', 'member_of', 'in_tree'))
                for line in result.stdout.splitlines()) == 4
+
+
+def test_nova_mix_writes_a_row_with_no_misplaced_boot(tmp_path):
+    # allocworker alone: the Placement side installs Placement on first use.
+    out = tmp_path / 'nova_mix.json'
+    result = subprocess.run(
+        [sys.executable, '-m', 'benchmarks.nova_mix', '--trees', '200',
+         '--workers', '1', '--concurrency', '4', '--seconds', '0.6',
+         '--window', '0.3', '--no-placement', '--out', str(out)], cwd=ROOT,
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[
+        -2000:]
+    with open(out) as f:
+        document = json.load(f)
+    assert document['benchmark'] == 'nova_mix'
+    [row] = document['rows']
+    assert row['side'] == 'allocworker' and row['boots'] > 0, row
+    assert row['boots_per_s'] > 0 and row['shapes']['all'] >= row['boots']
+    assert (row['failed'], row['errors'], row['misplaced']) == ({}, 0, 0), row
+    assert row['cloud'] == {'zones': [100, 60, 30, 10], 'gpu': 7,
+                            'disabled': 5, 'full': 20}, row
+    assert row['tuning']['worker processes'] == 1
