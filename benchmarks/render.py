@@ -71,6 +71,34 @@ def _claims_filtered(result):
                           _source(result), _table(header, rows)))
 
 
+def _nova_mix(result):
+    rows = result['rows']
+    by_side = {row['side']: row for row in rows}
+    header = ['side', 'how, tuned', 'boots/s', 'boots', 'p50 s', 'p99 s',
+              'conflicts', 'failed', 'errors', 'misplaced',
+              'CPU ms per boot (server + db)']
+    table = [[row['side'], '%s; %s' % (row['how'], ', '.join(
+        '%s %s' % item for item in row['tuning'].items())),
+        row['boots_per_s'], row['boots'], row['p50_s'], row['p99_s'],
+        row['conflicts'], sum(row['failed'].values()), row['errors'],
+        row['misplaced'], '%s + %s' % (row['server_cpu_ms_per_boot'],
+                                       row['db_cpu_ms_per_boot'])]
+             for row in rows]
+    ratio = ''
+    if 'allocworker' in by_side and 'placement' in by_side:
+        ratio = ('\n\nBoots/s, allocworker over Placement: %.1f.' % (
+            by_side['allocworker']['boots_per_s'] /
+            by_side['placement']['boots_per_s']))
+    cloud = rows[0]['cloud']
+    return ('### Nova\'s request mix at c=%d on %s hosts (`nova_mix`)\n\n'
+            'Zones of %s hosts, %d with a GPU trait, %d disabled, %d full. '
+            '%s\n\n%s%s' % (
+                rows[0]['concurrency'], '{:,}'.format(rows[0]['trees']),
+                '/'.join('{:,}'.format(z) for z in cloud['zones']),
+                cloud['gpu'], cloud['disabled'], cloud['full'],
+                _source(result), _table(header, table), ratio))
+
+
 def _generic(result):
     """A file no renderer knows yet: its rows' scalar fields."""
     rows = result['rows']
@@ -81,7 +109,7 @@ def _generic(result):
         _table(header, [[row.get(k, '') for k in header] for row in rows]))
 
 
-RENDERERS = {'claims_filtered': _claims_filtered}
+RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix}
 
 
 def section():
