@@ -20,7 +20,7 @@ from allocworker.db import providers as db_providers
 from allocworker.db import project_counters
 from allocworker.db import resource_classes
 from allocworker.db import schema
-from allocworker.quota import rule
+from allocworker import limit_names
 
 _locks = schema.project_locks
 _rc = schema.resource_classes
@@ -166,13 +166,13 @@ def _params(project_ids, counted_types, servers_type):
 
 
 # Resource names by class name ('' and None: servers), made once each.
-_resources = {'': rule.SERVERS, None: rule.SERVERS}
+_resources = {'': limit_names.SERVERS, None: limit_names.SERVERS}
 
 
 def _resource(name):
     resource = _resources.get(name)
     if resource is None:
-        resource = _resources[name] = rule.CLASS_PREFIX + name
+        resource = _resources[name] = limit_names.CLASS_PREFIX + name
     return resource
 
 
@@ -204,7 +204,7 @@ class _Found(object):
         for project_id, counts in self.locked.items():
             project_counters.add_counted(
                 self.usage[project_id], counts, counted_types, servers_type,
-                resources, rule.SERVERS)
+                resources, limit_names.SERVERS)
         return self.usage
 
 

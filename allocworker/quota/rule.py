@@ -10,9 +10,9 @@ limit (a limit lowered in Keystone must not trap a project).
 
 import collections
 
-SERVERS = 'servers'
-SERVERS_TYPE = 'INSTANCE'
-CLASS_PREFIX = 'class:'
+from allocworker.limit_names import CLASS_PREFIX  # noqa: F401
+from allocworker.limit_names import SERVERS  # noqa: F401
+from allocworker.limit_names import SERVERS_TYPE  # noqa: F401
 
 Refusal = collections.namedtuple(
     'Refusal', ['resource', 'limit', 'usage', 'request'])

@@ -17,6 +17,13 @@ from allocworker.db import traits as db_traits
 Option = collections.namedtuple('Option', ['providers', 'rows', 'uuids'])
 
 
+# What a batch of anchors' combinations are judged with: {id: Node}, {id:
+# [trait names]}, {id: {class: (Inventory, used)}} of the classes several
+# groups ask, and the ids carrying the sharing trait (None: not read).
+_Facts = collections.namedtuple('_Facts', ['nodes', 'traits', 'inventories',
+                                           'sharing'])
+
+
 class Search(object):
     """``distinct``: one candidate per distinct set of allocations (what
     a claim writes), not per way of mapping groups onto them: of
@@ -71,36 +78,42 @@ class Search(object):
         anchors = sorted(set.intersection(*(set(f) for f in found)))
         result = []
         for batch in _batches(anchors, want, result):
-            involved = {p for f in found for a in batch
-                        for p in _providers(f[a])}
-            nodes = db_candidates.nodes(self.conn, batch, involved)
-            if self.request.same_subtree:
-                missing = {nodes[p].root_id for p in involved} - set(batch)
-                nodes.update(db_candidates.nodes(self.conn, missing))
-            # Every provider of the trees and those the candidates use:
-            # what a claim weighs them with (candidates._weighed).
-            self.nodes.update(nodes)
-            traits = (db_candidates.traits(self.conn, involved)
-                      if self.trait_check else {})
-            inventories = (db_candidates.inventories(self.conn, involved)
-                           if self.shared_classes else {})
-            # Only a listing (a thousand candidates, not a claim's few)
-            # is worth a read to skip the duplicate key where it cannot
-            # match.
-            sharing = (db_traits.carrying(self.conn, self.sharing, involved)
-                       if want is not None else None)
+            facts = self._read_batch(batch, found, want)
             for anchor in batch:
-                options = [self._options(plan, rows[anchor], traits, nodes)
+                options = [self._options(plan, rows[anchor], facts.traits,
+                                         facts.nodes)
                            for plan, rows in zip(self.plans, found)]
-                for combo in self._combinations(options, inventories):
-                    candidate = self._judge(anchor, combo, nodes, seen,
-                                            sharing)
+                for combo in self._combinations(options, facts.inventories):
+                    candidate = self._judge(anchor, combo, facts.nodes,
+                                            seen, facts.sharing)
                     if candidate is None:
                         continue
                     result.append(candidate)
                     if want is not None and len(result) >= want:
                         return result
         return result
+
+    def _read_batch(self, batch, found, want):
+        """``_Facts`` of a batch of anchors: the providers their groups'
+        rows involve, read once for every combination built on them."""
+        involved = {p for f in found for a in batch
+                    for p in _providers(f[a])}
+        nodes = db_candidates.nodes(self.conn, batch, involved)
+        if self.request.same_subtree:
+            missing = {nodes[p].root_id for p in involved} - set(batch)
+            nodes.update(db_candidates.nodes(self.conn, missing))
+        # Every provider of the trees and those the candidates use: what
+        # a claim weighs them with (candidates._weighed).
+        self.nodes.update(nodes)
+        traits = (db_candidates.traits(self.conn, involved)
+                  if self.trait_check else {})
+        inventories = (db_candidates.inventories(self.conn, involved)
+                       if self.shared_classes else {})
+        # Only a listing (a thousand candidates, not a claim's few) is
+        # worth a read to skip the duplicate key where it cannot match.
+        sharing = (db_traits.carrying(self.conn, self.sharing, involved)
+                   if want is not None else None)
+        return _Facts(nodes, traits, inventories, sharing)
 
     def _group_rows(self, plan, roots, members, read):
         """{anchor: rows}: for a numbered group the set of providers that
@@ -170,44 +183,9 @@ class Search(object):
         such a provider than it has (the unnumbered group on a device
         a numbered one takes), dropped before the groups after it
         multiply it."""
-        chosen, at, taken = [None] * len(options), [0] * len(options), set()
-        asked = collections.Counter()
-        watched = self.shared_classes if inventories else ()
-
-        def fits(rows):
-            for provider, name, amount in rows:
-                inventory, used = inventories[provider][name]
-                total = asked[provider, name] + amount
-                if total > inventory.max_unit or \
-                        not capacity.fits(inventory, used + total):
-                    return False
-            return True
-
-        def walk(i):
-            if i == len(options):
-                yield tuple(chosen)
-                return
-            twin = self.twin[i]
-            for k in range(at[twin] if twin is not None else 0,
-                           len(options[i])):
-                option = options[i][k]
-                if self.isolated[i] and option.providers[0] in taken:
-                    continue
-                rows = [r for r in option.rows if r[1] in watched]
-                if rows and not fits(rows):
-                    continue
-                if self.isolated[i]:
-                    taken.add(option.providers[0])
-                for provider, name, amount in rows:
-                    asked[provider, name] += amount
-                chosen[i], at[i] = option, k
-                yield from walk(i + 1)
-                for provider, name, amount in rows:
-                    asked[provider, name] -= amount
-                if self.isolated[i]:
-                    taken.discard(option.providers[0])
-
-        return walk(0)
+        return _Walk(options, self.isolated, self.twin,
+                     self.shared_classes if inventories else (),
+                     inventories).walk(0)
 
     def _judge(self, anchor, combo, nodes, seen, sharing=None):
         """The candidate ``combo`` (an Option per group) makes, or None
@@ -306,3 +284,60 @@ def _one_above_all(chosen, nodes):
             current = nodes[current].parent_id if current in nodes else None
         lines.append(line)
     return bool(set.intersection(*lines) & chosen)
+
+
+class _Walk(object):
+    """One depth-first walk of the groups' options (``Search.
+    _combinations``): the option chosen and its index per group so far,
+    the providers isolated groups took, and what the chosen options ask
+    of each provider and ``watched`` class (those several groups ask)."""
+
+    def __init__(self, options, isolated, twin, watched, inventories):
+        self.options, self.isolated, self.twin = options, isolated, twin
+        self.watched, self.inventories = watched, inventories
+        self.chosen = [None] * len(options)
+        self.at = [0] * len(options)
+        self.taken = set()
+        self.asked = collections.Counter()
+
+    def walk(self, i):
+        """Every combination that extends the choices of groups before
+        ``i``."""
+        if i == len(self.options):
+            yield tuple(self.chosen)
+            return
+        # A group interchangeable with an earlier one starts where that
+        # one is: the combinations before it only swap the two.
+        twin = self.twin[i]
+        first = self.at[twin] if twin is not None else 0
+        for k in range(first, len(self.options[i])):
+            option = self.options[i][k]
+            rows = [r for r in option.rows if r[1] in self.watched]
+            if not self._admits(i, option, rows):
+                continue
+            self._take(i, option, rows, +1)
+            self.chosen[i], self.at[i] = option, k
+            yield from self.walk(i + 1)
+            self._take(i, option, rows, -1)
+
+    def _admits(self, i, option, rows):
+        if self.isolated[i] and option.providers[0] in self.taken:
+            return False
+        for provider, name, amount in rows:
+            inventory, used = self.inventories[provider][name]
+            total = self.asked[provider, name] + amount
+            if total > inventory.max_unit or \
+                    not capacity.fits(inventory, used + total):
+                return False
+        return True
+
+    def _take(self, i, option, rows, sign):
+        """Count ``option`` as chosen for group ``i`` (``sign`` +1), or
+        no longer (-1)."""
+        if self.isolated[i]:
+            if sign > 0:
+                self.taken.add(option.providers[0])
+            else:
+                self.taken.discard(option.providers[0])
+        for provider, name, amount in rows:
+            self.asked[provider, name] += sign * amount
