@@ -31,14 +31,22 @@ may still take effect; send keyed batches again (``retries=``).
 release alias below) so clients never send what old workers cannot take.
 """
 
+import functools
+
 import kombu.exceptions
 import oslo_messaging as messaging
+import tenacity
 
 from allocworker.conf import CONF
 from allocworker.metrics import tracing
 from allocworker import rpc
 
 VERSION = '1.4'
+
+# A call that may not have reached a worker, or whose answer did not
+# reach us: a keyed batch may be sent again.
+UNANSWERED = (messaging.MessagingTimeout, messaging.MessageDeliveryFailure,
+              kombu.exceptions.OperationalError)
 
 # Release names operators may put in [upgrade_levels] allocworker.
 VERSION_ALIASES = {
@@ -48,6 +56,16 @@ VERSION_ALIASES = {
     '0.2': '1.3',
     '0.3': '1.4',
 }
+
+
+@functools.lru_cache(maxsize=None)
+def _sending(attempts):
+    """A call sent up to ``attempts`` times while unanswered, built once
+    per count (tenacity keeps each thread's attempt state apart)."""
+    # Sent again at once: a timed-out attempt already waited its timeout.
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception_type(UNANSWERED),
+        stop=tenacity.stop_after_attempt(attempts), reraise=True)
 
 
 class AllocWorkerAPI(object):
@@ -106,17 +124,9 @@ class AllocWorkerAPI(object):
         every item carries an idempotency key (a repeat writes nothing)."""
         keyed = bool(items) and all(
             isinstance(i, dict) and i.get('idempotency_key') for i in items)
-        attempts = 1 + (retries if keyed else 0)
-        for attempt in range(attempts):
-            try:
-                return self._call(context, method, items=items,
-                                  atomic=atomic, version=version,
-                                  timeout=timeout)
-            except (messaging.MessagingTimeout,
-                    messaging.MessageDeliveryFailure,
-                    kombu.exceptions.OperationalError):
-                if attempt + 1 == attempts:
-                    raise
+        return _sending(1 + (retries if keyed else 0))(
+            self._call, context, method, items=items, atomic=atomic,
+            version=version, timeout=timeout)
 
     def get_allocations(self, context, consumer_uuids, timeout=None):
         return self._call(context, 'get_allocations',

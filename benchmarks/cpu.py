@@ -1,9 +1,9 @@
-"""CPU time spent while a figure is measured, from /proc.
+"""CPU time spent while a figure is measured, read through psutil.
 
 Two sums are taken before and after each figure:
 
 - ``machine``: every CPU second the kernel accounted on the machine
-  (/proc/stat: user, nice, system, irq, softirq, steal), so nothing the
+  (user, nice, system, irq, softirq, steal), so nothing the
   workload caused is missed (database fsync threads, the broker, the
   kernel's network stack), and nothing anybody else ran is left out
   either: on a shared machine it is an upper bound;
@@ -19,38 +19,43 @@ Two sums are taken before and after each figure:
 
 import os
 
-TICK = os.sysconf('SC_CLK_TCK')
-PAGE = os.sysconf('SC_PAGE_SIZE')
+import psutil
+
 PARTS = ('client', 'servers', 'database', 'rabbitmq')
 AUXILIARY = {'checkpointer', 'background', 'walwriter', 'autovacuum',
              'logical', 'archiver', 'stats', 'walsummarizer'}
 
 
-def _stat(pid):
-    """(ppid, cpu seconds, rss bytes) of ``pid``, or None if it is gone."""
+def process_seconds(pid):
+    """CPU seconds (user and system) of ``pid``, or None if it is gone."""
     try:
-        with open('/proc/%s/stat' % pid) as f:
-            fields = f.read().rsplit(')', 1)[1].split()
-    except OSError:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
         return None
-    # After the command: state, ppid, ... utime (12), stime (13), rss (22).
-    return (int(fields[1]), (int(fields[11]) + int(fields[12])) / TICK,
-            int(fields[21]) * PAGE)
+    return times.user + times.system
 
 
-def _cmdline(pid):
-    try:
-        with open('/proc/%s/cmdline' % pid, 'rb') as f:
-            return f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
-    except OSError:
-        return ''
+def processes():
+    """{pid: (ppid, cpu seconds, rss bytes, command line)} of every process
+    alive now."""
+    found = {}
+    for process in psutil.process_iter(
+            ['ppid', 'cpu_times', 'memory_info', 'cmdline']):
+        info = process.info
+        times, memory = info['cpu_times'], info['memory_info']
+        # A PostgreSQL process rewrites its title in place: it reads back
+        # as one argument or as several, with the same words.
+        found[process.pid] = (
+            info['ppid'], times.user + times.system if times else 0.0,
+            memory.rss if memory else 0, ' '.join(info['cmdline'] or ()))
+    return found
 
 
 def machine_seconds():
-    with open('/proc/stat') as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal (guest is in user)
-    return (sum(fields[:3]) + sum(fields[5:8])) / TICK
+    times = psutil.cpu_times()
+    # Guest time is inside user already.
+    return (times.user + times.nice + times.system + times.irq
+            + times.softirq + times.steal)
 
 
 class Meter(object):
@@ -88,11 +93,11 @@ class Meter(object):
     def snapshot(self):
         """{pid: (part, cpu seconds)} of the processes that count, plus the
         machine's total under the key ``None``."""
-        stats = _all_stats()
-        ppids = {pid: s[0] for pid, s in stats.items()}
+        found = processes()
+        ppids = {pid: info[0] for pid, info in found.items()}
         taken = {None: ('machine', machine_seconds())}
-        for pid, (_, seconds, _) in stats.items():
-            part = self._part(pid, ppids, _cmdline(pid))
+        for pid, (_, seconds, _, cmd) in found.items():
+            part = self._part(pid, ppids, cmd)
             if part:
                 taken[pid] = (part, seconds)
         return taken
@@ -109,25 +114,14 @@ class Meter(object):
         return totals
 
 
-def _all_stats():
-    """{pid: _stat(pid)} of every process alive now."""
-    stats = {}
-    for name in os.listdir('/proc'):
-        if name.isdigit():
-            stat = _stat(name)
-            if stat:
-                stats[int(name)] = stat
-    return stats
-
-
-def _with_descendants(stats, pids):
-    """``pids`` and every process descended from them, per ``stats``."""
+def _with_descendants(found, pids):
+    """``pids`` and every process descended from them, per ``found``."""
     wanted = set(pids)
     changed = True
     while changed:
         changed = False
-        for pid, (ppid, _, _) in stats.items():
-            if ppid in wanted and pid not in wanted:
+        for pid, info in found.items():
+            if info[0] in wanted and pid not in wanted:
                 wanted.add(pid)
                 changed = True
     return wanted
@@ -136,15 +130,15 @@ def _with_descendants(stats, pids):
 def rss_bytes(pids):
     """Resident memory of ``pids`` and all their descendants: (the
     largest single process, the sum)."""
-    stats = _all_stats()
-    sizes = [stats[pid][2] for pid in _with_descendants(stats, pids)
-             if pid in stats]
+    found = processes()
+    sizes = [found[pid][2] for pid in _with_descendants(found, pids)
+             if pid in found]
     return max(sizes, default=0), sum(sizes)
 
 
 def tree_seconds(root):
     """CPU seconds of process ``root``'s descendants, and of ``root``."""
-    stats = _all_stats()
-    children = sum(stats[pid][1] for pid in _with_descendants(stats, [root])
-                   if pid in stats and pid != root)
-    return children, stats[root][1] if root in stats else 0.0
+    found = processes()
+    children = sum(found[pid][1] for pid in _with_descendants(found, [root])
+                   if pid in found and pid != root)
+    return children, found[root][1] if root in found else 0.0

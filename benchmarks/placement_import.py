@@ -146,7 +146,7 @@ def change(url, c_uuids, where, providers, share):
 
 class BackendCpu(object):
     """CPU seconds of the PostgreSQL backends serving ``databases``,
-    sampled from /proc while a command runs (a backend's CPU is lost
+    sampled while a command runs (a backend's CPU is lost
     when it exits, so the last sample of each counts). MariaDB serves
     every database from one shared process: None there."""
 
@@ -164,8 +164,8 @@ class BackendCpu(object):
 
     def _sample(self):
         while self.running:
-            for pid, (_ppid, seconds, _rss) in cpu._all_stats().items():
-                words = cpu._cmdline(pid).split()
+            for pid, (_ppid, seconds, _rss, cmd) in cpu.processes().items():
+                words = cmd.split()
                 if words[:1] == ['postgres:'] and len(words) > 3 and \
                         words[3] in self.databases:
                     self.seen[pid] = seconds

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,6 +47,7 @@ from benchmarks.load import drive, load, summary  # noqa: E402
 from benchmarks import noop_server  # noqa: E402
 from benchmarks import peers  # noqa: E402
 from benchmarks import sqlwork  # noqa: E402
+from tests.functional import jsonhttp  # noqa: E402
 from tests.functional import services  # noqa: E402
 
 HOSTS = 50
@@ -106,17 +106,12 @@ class Bench(object):
         return base
 
     def http(self, method, path, body=None):
-        request = urllib.request.Request(
-            self.api + path, method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={'x-auth-token': 'admin',
-                     'openstack-api-version': 'placement 1.28',
-                     'content-type': 'application/json'})
-        with urllib.request.urlopen(request, timeout=120) as response:
-            if response.status >= 300:
-                raise RuntimeError('%s %s: %d' % (method, path,
-                                                  response.status))
-            return response.read()
+        status, raw = jsonhttp.request(
+            self.api + path, method, body,
+            jsonhttp.placement_headers('1.28'), timeout=120)
+        if status >= 300:
+            raise RuntimeError('%s %s: %d' % (method, path, status))
+        return raw
 
     def put_allocations(self):
         self.http('PUT', '/allocations/%s' % uuid.uuid4(), {

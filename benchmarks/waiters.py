@@ -40,6 +40,8 @@ import threading
 import time
 import uuid
 
+import psutil
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
@@ -82,16 +84,16 @@ def _worker_pids(worker):
 
 
 def _threads(pid):
-    return len(os.listdir('/proc/%d/task' % pid))
+    return psutil.Process(pid).num_threads()
 
 
 def _quiet(pid, most=0.1, seconds=60):
     """Until ``pid`` spends under ``most`` of a CPU over a second."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        before = cpu._stat(pid)[1]
+        before = cpu.process_seconds(pid)
         time.sleep(1)
-        if cpu._stat(pid)[1] - before < most:
+        if cpu.process_seconds(pid) - before < most:
             return
 
 
@@ -117,7 +119,7 @@ class Allocates(object):
             raise RuntimeError('allocate answered %s' % item)
 
     def cpu_seconds(self):
-        return sum(cpu._stat(pid)[1] for pid in self.pids)
+        return sum(cpu.process_seconds(pid) for pid in self.pids)
 
 
 def interleaved(sets, args, window=2.0):

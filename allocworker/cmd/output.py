@@ -1,7 +1,11 @@
-"""How commands print: aligned tables for people, JSON for scripts."""
+"""How commands print: tables for people, as OpenStack's own CLIs draw
+them (cliff's table formatter, on prettytable), and JSON for scripts."""
 
 import json
 import sys
+
+# Aligned as cliff aligns a column: by the type of its first row's value.
+ALIGNMENTS = {int: 'r', float: 'r'}
 
 
 def emit(rows, columns, fmt='table', stream=None):
@@ -11,17 +15,24 @@ def emit(rows, columns, fmt='table', stream=None):
         stream.write('\n')
         return
     if not rows:
+        # cliff prints nothing for no rows; a person reads '(none)' better.
         stream.write('(none)\n')
         return
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells))
-              for i, c in enumerate(columns)]
-    line = '  '.join('%-*s' % (w, c) for w, c in zip(widths, columns))
-    stream.write(line.rstrip() + '\n')
-    stream.write('  '.join('-' * w for w in widths) + '\n')
-    for r in cells:
-        stream.write('  '.join('%-*s' % (w, c)
-                               for w, c in zip(widths, r)).rstrip() + '\n')
+    stream.write(table(rows, columns) + '\n')
+
+
+def table(rows, columns):
+    import prettytable  # only a command that prints a table needs it
+
+    drawn = prettytable.PrettyTable(columns)
+    drawn.padding_width = 1
+    for column in columns:
+        value = rows[0].get(column)
+        # bool is an int to isinstance, not to a reader.
+        drawn.align[column] = ALIGNMENTS.get(type(value), 'l')
+    for row in rows:
+        drawn.add_row([_cell(row.get(c)) for c in columns])
+    return drawn.get_string()
 
 
 def _cell(value):

@@ -181,9 +181,14 @@ class KeystoneLimits(object):
     @staticmethod
     def _read(enforcer):
         registered = dict(enforcer.get_registered_limits(None))
+        # The service and region its enforcer resolved from [oslo_limit]
+        # (by endpoint id, or by service type, name and region): oslo.limit
+        # has no public accessor, and resolving them again here would copy
+        # its lookup rules. Everything else is public: the connection and
+        # openstacksdk's limits call.
         utils = enforcer.model._utils
         projects = collections.defaultdict(dict)
-        for found in utils.connection.limits(
+        for found in enforcer.connection.limits(
                 service_id=utils._service_id, region_id=utils._region_id):
             projects[found.project_id][found.resource_name] = \
                 found.resource_limit

@@ -5,13 +5,10 @@ usages, a lagging replica that never changes a write's outcome, and the
 replica promoted under keyed load after the primary crashed, with
 synchronous_commit = remote_apply: nothing acknowledged lost."""
 
-import json
 import os
 import shutil
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 import pytest
@@ -19,6 +16,7 @@ import sqlalchemy as sa
 
 from tests.faults import load as faults
 from tests.faults.load import Load
+from tests.functional import jsonhttp
 from tests.functional import services
 from tests.functional.helpers import allocate
 from tests.functional.helpers import one
@@ -131,16 +129,9 @@ def test_a_lagging_replica_serves_listings_but_never_judges_a_write(
 
 def shim(base, method, path, body=None):
     """(status, body) of a Placement API request at microversion 1.28."""
-    request = urllib.request.Request(
-        base + path, method=method,
-        data=json.dumps(body).encode() if body is not None else None,
-        headers={'x-auth-token': 'admin', 'content-type': 'application/json',
-                 'openstack-api-version': 'placement 1.28'})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b'{}')
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b'{}')
+    status, answer = jsonhttp.call(base + path, method, body,
+                                   jsonhttp.placement_headers('1.28'))
+    return status, answer or {}
 
 
 def test_the_shims_stale_candidates_are_refused_by_the_write(client):

@@ -7,11 +7,10 @@ import json
 import os
 import subprocess
 import time
-import urllib.error
-import urllib.request
 import uuid
 
 from benchmarks import peers
+from tests.functional import jsonhttp
 from tests.functional import services
 
 SERVER = os.path.join(peers.ROOT, 'benchmarks', 'placement_server.py')
@@ -24,17 +23,9 @@ class Api(object):
         self.base = base
 
     def call(self, method, path, body=None, version='1.39', expect=None):
-        request = urllib.request.Request(
-            self.base + path, method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={'x-auth-token': 'admin', 'accept': 'application/json',
-                     'content-type': 'application/json',
-                     'openstack-api-version': 'placement %s' % version})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, raw = error.code, error.read()
+        status, raw = jsonhttp.request(
+            self.base + path, method, body,
+            jsonhttp.placement_headers(version))
         if (status not in expect) if expect else not 200 <= status < 300:
             raise AssertionError('%s %s%s: %d %s' % (
                 method, self.base, path, status, raw[:400]))

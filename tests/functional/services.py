@@ -124,6 +124,13 @@ def manage(config_file, *args, check=True):
     return result
 
 
+def table(printed):
+    """The cells of a table allocworker-manage printed, a list per line
+    (its header first)."""
+    return [[cell.strip() for cell in line.strip('|').split('|')]
+            for line in printed.splitlines() if line.startswith('|')]
+
+
 # Every BareClient made, until ``close_clients``: each holds broker
 # connections (a pool, one more per thread that calls at once) until its
 # transport is cleaned up, and the shared node refuses new connections

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from tests.functional import jsonhttp
 from tests.functional import services
 
 BACKENDS = ['sqlite', 'postgresql']
@@ -21,18 +22,11 @@ class Http(object):
         self.base = 'http://127.0.0.1:%d' % port
 
     def call(self, method, token='admin', roles=None, raw=None, **kwargs):
-        request = urllib.request.Request(
-            '%s/v1/%s' % (self.base, method), method='POST',
-            data=raw if raw is not None else json.dumps(kwargs).encode())
-        if token:
-            request.add_header('x-auth-token', token)
+        headers = {'x-auth-token': token} if token else {}
         if roles:
-            request.add_header('x-roles', roles)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
+            headers['x-roles'] = roles
+        return jsonhttp.call('%s/v1/%s' % (self.base, method), 'POST',
+                             raw if raw is not None else kwargs, headers)
 
 
 @pytest.fixture(scope='module')

@@ -80,10 +80,10 @@ def test_manage_candidates_shows_where_a_request_fits(rpc, scratch,
                                    'unused')
     table = services.manage(config, 'candidates', '--resources',
                             '%s:3' % name).stdout
-    header, _rule, row = table.splitlines()
-    assert header.split() == ['candidate', 'root_uuid', 'provider',
-                              'resources', 'used', 'capacity']
-    assert row.split()[:3] == ['1', root, root]
+    header, row = services.table(table)
+    assert header == ['candidate', 'root_uuid', 'provider', 'resources',
+                      'used', 'capacity']
+    assert row[:3] == ['1', root, root]
     found = json.loads(services.manage(
         config, 'candidates', '--format', 'json', '--request',
         json.dumps(wanting(name, 3))).stdout)

@@ -72,8 +72,7 @@ def test_manage_quota_show_prints_a_bar_per_resource(
     assert boot(rpc, project, host, vcpu=3)['status'] == 200
     shown = services.manage(os.path.join(scratch, 'worker.conf'), 'quota',
                             'show', '--project', project).stdout
-    rows = {line.split()[0]: line.split()
-            for line in shown.splitlines()[2:]}
+    rows = {row[0]: row for row in services.table(shown)[1:]}
     assert rows['servers'][1:5] == ['4', '2', '2', '[##########..........]']
     assert rows['class:VCPU'][1:4] == ['1000', '6', '994']
     denied = services.manage(os.path.join(scratch, 'worker.conf'), 'quota',

@@ -2,16 +2,14 @@
 allocworker-api processes on one database: the books stay right whichever
 entry point the writes come through."""
 
-import json
 import os
 import subprocess
 import threading
-import urllib.error
-import urllib.request
 import uuid
 
 import pytest
 
+from tests.functional import jsonhttp
 from tests.functional import services
 
 BACKENDS = ['postgresql', 'mysql']
@@ -23,18 +21,9 @@ class Placement(object):
         self.bases = bases
 
     def call(self, method, path, body=None, version='1.28', server=0):
-        request = urllib.request.Request(
-            self.bases[server % len(self.bases)] + path, method=method,
-            data=json.dumps(body).encode() if body is not None else None,
-            headers={'x-auth-token': 'admin', 'accept': 'application/json',
-                     'content-type': 'application/json',
-                     'openstack-api-version': 'placement %s' % version})
-        try:
-            with urllib.request.urlopen(request, timeout=120) as response:
-                data = response.read()
-                return response.status, json.loads(data) if data else None
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read())
+        return jsonhttp.call(
+            self.bases[server % len(self.bases)] + path, method, body,
+            jsonhttp.placement_headers(version), timeout=120)
 
 
 @pytest.fixture(scope='module')

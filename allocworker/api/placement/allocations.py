@@ -12,6 +12,8 @@ records no type, and reads back at 1.38 as ``unknown``.
 
 import uuid as uuidlib
 
+import tenacity
+
 from allocworker.api.placement import faults
 from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
@@ -30,6 +32,21 @@ UNKNOWN_CLASS_POST = ('Unable to allocate inventory No such resource class '
 UNKNOWN_TYPE = 'unknown'
 # Writes before 1.28 read the consumer generation, then write under it.
 READ_WRITE_ATTEMPTS = 5
+
+
+def _raced(answers):
+    return any(a.get('code') == codes.CONSUMER_GENERATION_CONFLICT.code
+               for a in answers)
+
+
+# A write under a generation it read itself, read and written again when a
+# concurrent writer moved that generation in between, at once: the other
+# writer committed, so the next read sees a settled generation. The last
+# attempt's answers stand, conflict or not (Placement's 409).
+UNTIL_UNRACED = tenacity.Retrying(
+    retry=tenacity.retry_if_result(_raced),
+    stop=tenacity.stop_after_attempt(READ_WRITE_ATTEMPTS),
+    retry_error_callback=lambda state: state.outcome.result())
 
 
 def consumer(value):
@@ -121,22 +138,20 @@ def _write(request, wanted, unknown_class):
     """Write every consumer of ``wanted`` ({uuid: item}) in one atomic
     call; raise the HTTPError of the first item at fault (``unknown_class``
     words a class that does not exist, as ``error`` takes it)."""
-    attempts = 1 if request.at_least(28) else READ_WRITE_ATTEMPTS
-    for attempt in range(attempts):
+    def attempt():
         if not request.at_least(28):
             current = _read(request, list(wanted))
             for uuid, request_item in wanted.items():
                 request_item['consumer_generation'] = current[uuid].get(
                     'consumer_generation')
-        answers = allocations.write(
+        return allocations.write(
             request.context, list(wanted.values()), atomic=True,
             new_type=None if not request.at_least(38) else
             allocations.DEFAULT_CONSUMER_TYPE)
-        failed = [a for a in answers if a['status'] != 200]
-        raced = any(a.get('code') == codes.CONSUMER_GENERATION_CONFLICT.code
-                    for a in failed)
-        if not failed or not raced or attempt == attempts - 1:
-            break
+
+    # From 1.28 the client names the generation: a conflict is its answer.
+    answers = attempt() if request.at_least(28) else UNTIL_UNRACED(attempt)
+    failed = [a for a in answers if a['status'] != 200]
     if failed:
         raise error(wanted, failed, unknown_class)
 
@@ -186,16 +201,17 @@ def delete(request, consumer_uuid):
         raise http.not_found("No allocations for consumer '%s'"
                              % consumer_uuid)
     uuid = consumer(consumer_uuid)
-    for _attempt in range(READ_WRITE_ATTEMPTS):
+
+    def attempt():
         current = _read(request, [uuid])[uuid]
         if current['status'] == 404:
             raise http.not_found("No allocations for consumer '%s'" % uuid)
-        answer, = allocations.write(request.context, [{
+        return allocations.write(request.context, [{
             'consumer_uuid': uuid,
             'consumer_generation': current['consumer_generation'],
             'project_id': current['project_id'],
             'user_id': current['user_id'], 'allocations': {}}])
-        if answer.get('code') != codes.CONSUMER_GENERATION_CONFLICT.code:
-            break
+
+    answer, = UNTIL_UNRACED(attempt)
     faults.checked(answer)
     return http.Response(204)
