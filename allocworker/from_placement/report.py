@@ -51,28 +51,26 @@ class Report(object):
 
 
 class Progress(object):
-    """A one-line bar on stderr, drawn only when stderr is a terminal and
-    at most ten times a second."""
+    """A bar per stage of the pass on stderr (tqdm), drawn only when
+    stderr is a terminal; ``show`` is told how far a stage has come."""
 
-    def __init__(self, stream=None, width=30):
+    def __init__(self, stream=None):
         self.stream = stream or sys.stderr
-        self.shown = self.stream.isatty()
-        self.width = width
-        self.drawn = 0.0
+        self.bar = self.label = None
 
     def show(self, label, done, total):
-        if not self.shown:
-            return
-        now = time.monotonic()
-        if now - self.drawn < 0.1 and done < total:
-            return
-        self.drawn = now
-        filled = int(self.width * done / total) if total else self.width
-        self.stream.write('\r%-12s [%s%s] %d/%d' % (
-            label, '#' * filled, '.' * (self.width - filled), done, total))
-        self.stream.flush()
+        if self.bar is None or self.label != label:
+            self.end()
+            self.label = label
+            # Imported here: the CLI's commands that draw no bar start
+            # without it.
+            import tqdm
+            self.bar = tqdm.tqdm(total=total, desc=label, file=self.stream,
+                                 disable=not self.stream.isatty(),
+                                 mininterval=0.1, leave=True)
+        self.bar.update(done - self.bar.n)
 
     def end(self):
-        if self.shown:
-            self.stream.write('\n')
-            self.stream.flush()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = self.label = None
