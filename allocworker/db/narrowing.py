@@ -79,9 +79,28 @@ def admitted_roots(conn, scope):
                                                    dialect))))
     if not (scope.trees or scope.root_required):
         return None
-    found = {row[0] for row in conn.execute(
-        _from_a_facet(scope, dialect).limit(FEW_ROOTS + 1))}
+    found = {row[0] for row in _admitted_query(scope, dialect).execute(
+        conn, {})}
     return sorted(found) if len(found) <= FEW_ROOTS else None
+
+
+_admitted_queries = {}
+
+
+def _admitted_query(scope, dialect):
+    """``_from_a_facet``'s statement for ``scope``, built once per scope
+    (Nova asks the same zones and flavors' traits again and again) and
+    planned for its values: its generic plan read 6 ms a claim at
+    10,000 trees against 1-2 planned."""
+    kept_by = (key(scope), dialect, FEW_ROOTS)
+    query = _admitted_queries.get(kept_by)
+    if query is None:
+        if len(_admitted_queries) >= 256:
+            _admitted_queries.clear()
+        query = _admitted_queries[kept_by] = prepared.Core(
+            _from_a_facet(scope, dialect).limit(FEW_ROOTS + 1),
+            prepare=False)
+    return query
 
 
 def _from_a_facet(scope, dialect):
