@@ -106,38 +106,51 @@ def _admitted_query(scope, dialect):
 def _from_a_facet(scope, dialect):
     """The roots ``scope`` admits, distinct, read from the index of one
     fact it asks for (a trait of the root, or a trait or aggregate of a
-    tree's provider) out to the providers that hold it: written as a
-    join, not as a condition on every root, so that the database starts
-    from the few that hold it."""
+    tree's provider) out to the providers that hold it, so that the
+    database starts from the few that hold it, not from every root."""
     # Aliases: the conditions below are EXISTS over the same tables,
     # which must not correlate to these.
-    holder, aggregates, traits = _p.alias(), _pa.alias(), _pt.alias()
+    aggregates, traits = _pa.alias(), _pt.alias()
     if scope.root_required:
         trait, = scope.root_required[:1]
-        return (sa.select(holder.c.id).distinct()
-                .join(traits, traits.c.provider_id == holder.c.id)
-                .where(traits.c.trait_id == trait,
-                       holder.c.parent_provider_id.is_(None),
-                       *root_clauses(holder.c.id, scope, dialect)))
-    wanted, rest = scope.trees[0], scope._replace(trees=scope.trees[1:])
-    if wanted.member_of:
-        facet = sa.join(holder, aggregates,
-                        aggregates.c.provider_id == holder.c.id)
-        held = prepared.one_of(aggregates.c.aggregate_uuid,
-                               wanted.member_of[0], sa.String, dialect)
+        facet, held = traits, traits.c.trait_id == trait
     else:
-        facet = sa.join(holder, traits, traits.c.provider_id == holder.c.id)
-        held = prepared.one_of(
-            traits.c.trait_id, sorted(wanted.required)[:1] or
-            wanted.any_traits[0], sa.Integer, dialect)
-    return (sa.select(holder.c.root_provider_id).distinct()
-            .select_from(facet)
-            .where(held,
-                   *db_filters.trait_clauses(holder.c.id, wanted, dialect),
-                   *db_filters.aggregate_clauses(holder.c.id, wanted,
-                                                 dialect),
-                   *root_clauses(holder.c.root_provider_id, rest,
-                                 dialect)))
+        wanted = scope.trees[0]
+        if wanted.member_of:
+            facet, held = aggregates, prepared.one_of(
+                aggregates.c.aggregate_uuid, wanted.member_of[0],
+                sa.String, dialect)
+        else:
+            facet, held = traits, prepared.one_of(
+                traits.c.trait_id, sorted(wanted.required)[:1] or
+                wanted.any_traits[0], sa.Integer, dialect)
+    holder, joined = _holders(facet, dialect)
+    query = sa.select(holder.c.root_provider_id).distinct().select_from(
+        joined).where(held)
+    if scope.root_required:
+        return query.where(holder.c.parent_provider_id.is_(None),
+                           *root_clauses(holder.c.id, scope, dialect))
+    return query.where(
+        *db_filters.trait_clauses(holder.c.id, wanted, dialect),
+        *db_filters.aggregate_clauses(holder.c.id, wanted, dialect),
+        *root_clauses(holder.c.root_provider_id,
+                      scope._replace(trees=scope.trees[1:]), dialect))
+
+
+def _holders(facet, dialect):
+    """(the providers holding ``facet``'s rows, the join of the two). On
+    PostgreSQL each holder is looked up by its id, fenced (``OFFSET 0``
+    keeps the planner from flattening it): joined plainly, PostgreSQL
+    scanned every provider to hash them (16 ms at 100,000 trees, 3 ms
+    by lookups)."""
+    columns = (_p.c.id, _p.c.root_provider_id, _p.c.parent_provider_id)
+    if dialect != 'postgresql':
+        holder = _p.alias()
+        return holder, sa.join(facet, holder,
+                               holder.c.id == facet.c.provider_id)
+    holder = (sa.select(*columns).where(_p.c.id == facet.c.provider_id)
+              .offset(0).lateral())
+    return holder, sa.join(facet, holder, sa.true())
 
 
 def root_clauses(root, scope, dialect):
