@@ -24,7 +24,10 @@ def commit():
         return subprocess.run(['git'] + list(args), cwd=ROOT,
                               capture_output=True, text=True).stdout.strip()
     return {'sha': git('rev-parse', 'HEAD') or None,
-            'dirty': bool(git('status', '--porcelain'))}
+            # Result files are not what ran: a run beside earlier ones
+            # is still HEAD's.
+            'dirty': bool(git('status', '--porcelain', '--', '.',
+                              ':!benchmarks/results'))}
 
 
 def loadavg():
