@@ -5,8 +5,6 @@ import json
 import time
 from wsgiref import util as wsgiref_util
 
-from allocworker.api import auth
-from allocworker.api.placement import router
 from allocworker import books
 from allocworker.cmd import commands as cli
 from allocworker.cmd import output
@@ -61,6 +59,10 @@ def _print_summary(report, summary):
 def _own_books(token):
     """A fetch callable reading allocworker's books through the REST
     shim's application in this process (no server needed)."""
+    # Imported here: the import and its catch-up (the cutover's write
+    # pause) start without the shim.
+    from allocworker.api import auth
+    from allocworker.api.placement import router
     application = auth.noauth2(router.application)
 
     def fetch(path, version=comparing.VERSION):
