@@ -17,7 +17,7 @@ call-monitor heartbeat, when the caller asked for one, is sent by the
 waker as oslo.messaging's dispatcher would. On shutdown, parked calls are
 answered by their events or at their deadlines while the server drains,
 and any left when ``[worker] shutdown_timeout`` is near are answered as
-they stand (doc/decisions.md, "Parked waits").
+they stand (doc/decisions/README.md, "Parked waits").
 """
 
 from concurrent import futures

@@ -26,7 +26,7 @@ SERVER = os.path.join(ROOT, 'tools', 'placement-test-server.sh')
 #
 # Design section 1: a provider created again with a deleted uuid starts
 # above its old generation; resource-provider.yaml recreates RP_UUID and
-# expects 0 (doc/decisions.md names these and why).
+# expects 0 (doc/decisions/README.md names these and why).
 UUID_NEVER_SEES_OLD_GENERATION = {
     'resource-provider.yaml': [
         'post new resource provider - new microversion',

@@ -20,7 +20,7 @@ DESIGN_TABLE = {
 
 # Codes beyond §6, for what only the REST shim offers (Placement's traits,
 # deleting and renaming resource classes); no RPC call answers with them.
-# doc/decisions.md lists them.
+# doc/decisions/README.md lists them.
 EXTENSIONS = {
     (400, 'trait.not_found'), (404, 'trait.not_found'),
     (409, 'trait.in_use'), (404, 'resource_class.not_found'),
