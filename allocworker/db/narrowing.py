@@ -84,23 +84,31 @@ def admitted_roots(conn, scope):
     return sorted(found) if len(found) <= FEW_ROOTS else None
 
 
-_admitted_queries = {}
+_statements = {}
+
+
+def kept_statement(scope, build, *shape):
+    """The statement ``build()`` makes for ``scope`` and ``shape`` (what
+    else it depends on), built once and kept by the scope's key: Nova
+    asks the same filters (its default, its zones, its flavors' traits)
+    again and again, and a statement built per call cost a claim 1-4 ms
+    of CPU. At most 256 are kept."""
+    kept_by = (key(scope),) + shape
+    statement = _statements.get(kept_by)
+    if statement is None:
+        if len(_statements) >= 256:
+            _statements.clear()
+        statement = _statements[kept_by] = build()
+    return statement
 
 
 def _admitted_query(scope, dialect):
-    """``_from_a_facet``'s statement for ``scope``, built once per scope
-    (Nova asks the same zones and flavors' traits again and again) and
-    planned for its values: its generic plan read 6 ms a claim at
-    10,000 trees against 1-2 planned."""
-    kept_by = (key(scope), dialect, FEW_ROOTS)
-    query = _admitted_queries.get(kept_by)
-    if query is None:
-        if len(_admitted_queries) >= 256:
-            _admitted_queries.clear()
-        query = _admitted_queries[kept_by] = prepared.Core(
-            _from_a_facet(scope, dialect).limit(FEW_ROOTS + 1),
-            prepare=False)
-    return query
+    """``_from_a_facet``'s statement for ``scope``, planned for its
+    values: its generic plan read 6 ms a claim at 10,000 trees against
+    1-2 planned."""
+    return kept_statement(scope, lambda: prepared.Core(
+        _from_a_facet(scope, dialect).limit(FEW_ROOTS + 1), prepare=False),
+        'admitted', dialect, FEW_ROOTS)
 
 
 def _from_a_facet(scope, dialect):

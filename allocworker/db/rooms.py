@@ -173,8 +173,7 @@ def _from_each(conn, amounts, classes, start, onwards, count, scope):
     if scope is None or scope == narrowing.EVERYWHERE:
         query = _from_each_query(len(classes), onwards)
     else:
-        query = _from_each_within(tuple(classes), onwards,
-                                  narrowing.key(scope), scope,
+        query = _from_each_within(tuple(classes), onwards, scope,
                                   conn.dialect.name)
     for class_id, free, provider_id, root_id in conn.execute(query, bound):
         found[class_id].append(Room(free, provider_id, root_id))
@@ -187,22 +186,14 @@ def _from_each_query(classes, onwards):
     return _from_each_statement(classes, onwards, lambda n: lambda q: q)
 
 
-_within_statements = {}
-
-
-def _from_each_within(classes, onwards, scope_key, scope, dialect):
+def _from_each_within(classes, onwards, scope, dialect):
     """``_from_each``'s statement for ``classes`` within ``scope``, kept
-    by the scope's key: built per call it cost a claim 3-4 ms of CPU, and
-    Nova asks the same filters (its default, a zone) again and again."""
-    key = (classes, onwards, scope_key, dialect)
-    statement = _within_statements.get(key)
-    if statement is None:
-        if len(_within_statements) >= 256:
-            _within_statements.clear()
-        statement = _within_statements[key] = _from_each_statement(
+    per scope (``narrowing.kept_statement``)."""
+    return narrowing.kept_statement(
+        scope, lambda: _from_each_statement(
             len(classes), onwards, lambda n: lambda query: _admitted(
-                query, scope, classes[n], dialect))
-    return statement
+                query, scope, classes[n], dialect)),
+        'from each', classes, onwards, dialect)
 
 
 def _from_each_statement(classes, onwards, admitted):
