@@ -9,7 +9,7 @@ from allocworker.db import api as db
 from allocworker.db import books as db_books
 from allocworker.db import project_counters
 from allocworker.db import rooms as db_rooms
-from allocworker.groups import membership as groups
+from allocworker.groups import report as groups
 
 
 def check(grace_seconds=0):
@@ -39,7 +39,7 @@ def check(grace_seconds=0):
              db_books.held_events_past_window(
                  conn, now - _seconds(grace_seconds))),
         ]
-    found.append(('hard group policy broken', groups.broken_policies()))
+    found.append(('hard group rule broken', groups.broken_rules()))
     return [{'invariant': name, 'rows': rows} for name, rows in found if rows]
 
 

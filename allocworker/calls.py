@@ -22,9 +22,13 @@ from allocworker.events import external as events
 from allocworker.events import waits
 from allocworker.events import watch
 from allocworker.groups import membership as groups
+from allocworker.groups import report as group_report
+from allocworker.groups import topology
 from allocworker import metrics
 from allocworker.metrics import tracing
+from allocworker.providers import aggregates
 from allocworker.providers import rules as providers
+from allocworker.providers import traits
 from allocworker.quota import report as limits
 from allocworker import retry
 from allocworker.scheduling import claims
@@ -41,10 +45,16 @@ CALLS = {fn.__name__: fn for fn in (
     providers.list_resource_classes,
     events.external_event, waits.wait_for_events,
     groups.create_group, groups.delete_group, groups.add_members,
-    groups.remove_members, groups.get_groups,
+    groups.remove_members, group_report.get_groups,
     lookup.get_allocation_candidates, claims.claim,
     limits.get_limits,
+    topology.set_topology_level, topology.get_topology,
+    topology.delete_topology_level, groups.update_group,
+    aggregates.set_provider_aggregates,
 )}
+# RPC 1.5's set_provider_traits creates CUSTOM_ traits on first use, as
+# Placement's PUT .../traits does not.
+CALLS['set_provider_traits'] = traits.assign_traits
 # Calls the RPC server may answer later (rpc_server.Later): the function
 # that starts one, with the arguments of the call's own in CALLS.
 LATER = {'wait_for_events': watch.start_wait}
@@ -53,7 +63,7 @@ LATER = {'wait_for_events': watch.start_wait}
 READS = frozenset([
     'get_allocations', 'list_allocations', 'list_consumers',
     'get_providers', 'get_usages', 'list_resource_classes', 'get_groups',
-    'get_allocation_candidates'])
+    'get_allocation_candidates', 'get_topology'])
 # Binding arguments is per call; reading a signature is not.
 _SIGNATURES = {name: inspect.signature(fn) for name, fn in CALLS.items()}
 # (call, argument names) that bound: whether arguments bind depends on

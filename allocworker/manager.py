@@ -7,9 +7,9 @@ from allocworker import calls
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.4 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.5 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.4')
+    target = messaging.Target(version='1.5')
 
     # 1.0
 
@@ -84,3 +84,23 @@ class Manager(object):
 
     def get_limits(self, context, **kwargs):
         return calls.answer(context, 'get_limits', kwargs)
+
+    # 1.5
+
+    def set_topology_level(self, context, **kwargs):
+        return calls.answer(context, 'set_topology_level', kwargs)
+
+    def get_topology(self, context, **kwargs):
+        return calls.answer(context, 'get_topology', kwargs)
+
+    def delete_topology_level(self, context, **kwargs):
+        return calls.answer(context, 'delete_topology_level', kwargs)
+
+    def set_provider_traits(self, context, **kwargs):
+        return calls.answer(context, 'set_provider_traits', kwargs)
+
+    def set_provider_aggregates(self, context, **kwargs):
+        return calls.answer(context, 'set_provider_aggregates', kwargs)
+
+    def update_group(self, context, **kwargs):
+        return calls.answer(context, 'update_group', kwargs)

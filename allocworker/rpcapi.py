@@ -14,6 +14,10 @@ API version history:
             consumer fits and write it there in one transaction).
     * 1.4 - Project limits: get_limits; allocate and claim items may
             answer 403 quota.exceeded ([quota] driver = unified_limits).
+    * 1.5 - Failure domains: set_topology_level, get_topology,
+            delete_topology_level, set_provider_traits,
+            set_provider_aggregates, update_group; create_group takes
+            ``rules``; get_groups items add ``rules`` and ``domains``.
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -41,7 +45,7 @@ from allocworker.conf import CONF
 from allocworker.metrics import tracing
 from allocworker import rpc
 
-VERSION = '1.4'
+VERSION = '1.5'
 
 # A call that may not have reached a worker, or whose answer did not
 # reach us: a keyed batch may be sent again.
@@ -55,6 +59,7 @@ VERSION_ALIASES = {
     '0.1': '1.2',
     '0.2': '1.3',
     '0.3': '1.4',
+    '0.4': '1.5',
 }
 
 
@@ -191,11 +196,18 @@ class AllocWorkerAPI(object):
 
     # 1.2
 
-    def create_group(self, context, uuid, name, policy, max_per_root=None,
-                     project_id=None, timeout=None):
-        return self._call(context, 'create_group', version='1.2', uuid=uuid,
-                          name=name, policy=policy,
-                          max_per_root=max_per_root, project_id=project_id,
+    def create_group(self, context, uuid, name, policy=None,
+                     max_per_root=None, project_id=None, rules=None,
+                     timeout=None):
+        """A group of the 1.0 ``policy`` (with ``max_per_root``), or, from
+        1.5, of ``rules`` (design §3, "Failure domains")."""
+        if rules is None:
+            return self._call(context, 'create_group', version='1.2',
+                              uuid=uuid, name=name, policy=policy,
+                              max_per_root=max_per_root,
+                              project_id=project_id, timeout=timeout)
+        return self._call(context, 'create_group', version='1.5', uuid=uuid,
+                          name=name, project_id=project_id, rules=rules,
                           timeout=timeout)
 
     def delete_group(self, context, uuid, timeout=None):
@@ -245,3 +257,42 @@ class AllocWorkerAPI(object):
         """
         return self._call(context, 'get_limits', version='1.4',
                           project_id=project_id, timeout=timeout)
+
+    # 1.5
+
+    def set_topology_level(self, context, name, domains, timeout=None):
+        """Map aggregates to domain labels: ``domains`` {aggregate uuid:
+        label}, replacing the level's (created on first use)."""
+        return self._call(context, 'set_topology_level', version='1.5',
+                          name=name, domains=domains, timeout=timeout)
+
+    def get_topology(self, context, names=None, timeout=None):
+        return self._call(context, 'get_topology', version='1.5',
+                          names=names, timeout=timeout)
+
+    def delete_topology_level(self, context, name, timeout=None):
+        return self._call(context, 'delete_topology_level', version='1.5',
+                          name=name, timeout=timeout)
+
+    def set_provider_traits(self, context, provider_uuid,
+                            provider_generation, traits, timeout=None):
+        return self._call(context, 'set_provider_traits', version='1.5',
+                          provider_uuid=provider_uuid,
+                          provider_generation=provider_generation,
+                          traits=traits, timeout=timeout)
+
+    def set_provider_aggregates(self, context, provider_uuid,
+                                provider_generation, aggregates,
+                                timeout=None):
+        return self._call(context, 'set_provider_aggregates', version='1.5',
+                          provider_uuid=provider_uuid,
+                          provider_generation=provider_generation,
+                          aggregates=aggregates, timeout=timeout)
+
+    def update_group(self, context, uuid, generation, rules, force=False,
+                     timeout=None):
+        """Replace a group's rules under its ``generation``; ``force``
+        takes them even where members' allocations break them."""
+        return self._call(context, 'update_group', version='1.5', uuid=uuid,
+                          generation=generation, rules=rules, force=force,
+                          timeout=timeout)

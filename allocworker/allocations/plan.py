@@ -18,7 +18,7 @@ import collections
 from allocworker.allocations import plan_writes
 from allocworker import capacity
 from allocworker import codes
-from allocworker.groups import membership as groups
+from allocworker.groups import judgement as groups
 from allocworker import policy
 from allocworker.quota import judgement as limits
 from allocworker.conf import CONF
@@ -243,15 +243,15 @@ class Plan(plan_writes.Writing):
             if over and self._blame_capacity(r, over, after):
                 continue
             if self.groups.concerns(r):
-                roots = self._roots_of(new)
-                faults, warnings = self.groups.judge([(r, roots)])
+                placement = self._placement(r)
+                faults, warnings = self.groups.judge([placement])
                 if faults:
                     self._fail(r, faults[r.index])
                     continue
             if self.limits and self._over_limit(r):
                 continue
             if self.groups.concerns(r):
-                self.groups.accept(r, roots)
+                self.groups.accept(*placement[:3])
                 self.warnings.update(warnings)
             running.update(after)
 
@@ -268,7 +268,8 @@ class Plan(plan_writes.Writing):
         for r in self._live():
             self._blame_capacity(r, over, after)
         faults, self.warnings = self.groups.judge(
-            [(r, self._roots_of(self._new_rows(r))) for r in self._live()])
+            [self._placement(r) for r in self._live()
+             if self.groups.concerns(r)])
         for index, fault in faults.items():
             self.faults.setdefault(index, fault)
         if self.limits:
@@ -303,8 +304,17 @@ class Plan(plan_writes.Writing):
                 return True
         return False
 
-    def _roots_of(self, rows):
-        return {self.locked[pid].root_id for pid, _name in rows}
+    def _placement(self, request):
+        """(request, consumer type, {root id}, {class id}) as the group
+        rules judge it."""
+        rows = self._new_rows(request)
+        consumer = self.consumers.get(request.consumer_uuid)
+        kind = request.consumer_type or (
+            consumer.consumer_type if consumer else None) or \
+            self._origin(request).new_type
+        return (request, kind,
+                {self.locked[pid].root_id for pid, _name in rows},
+                {self.class_ids[name] for _pid, name in rows})
 
     def _uuid(self, provider_id):
         return self.uuid_of.get(provider_id, provider_id)

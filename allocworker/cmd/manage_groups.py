@@ -3,6 +3,7 @@
 from allocworker.cmd import commands as cli
 from allocworker.conf import CONF
 from allocworker.groups import membership as groups
+from allocworker.groups import report
 
 
 GROUP_COLUMNS = ['uuid', 'name', 'policy', 'max_per_root', 'members',
@@ -23,13 +24,13 @@ def group_create():
 
 
 def group_list():
-    items = groups.get_groups(cli.context(), None, CONF.command.project_id)
+    items = report.get_groups(cli.context(), None, CONF.command.project_id)
     cli.emit(_group_rows(items) if CONF.command.format == 'table' else items,
              GROUP_COLUMNS)
 
 
 def group_show():
-    item = cli.items(groups.get_groups(cli.context(), [CONF.command.uuid]))[0]
+    item = cli.items(report.get_groups(cli.context(), [CONF.command.uuid]))[0]
     if CONF.command.format == 'json':
         return cli.emit(item, [])
     cli.emit(_group_rows([item]), GROUP_COLUMNS)

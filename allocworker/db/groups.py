@@ -17,17 +17,34 @@ _p = schema.providers
 
 Group = collections.namedtuple(
     'Group', ['id', 'uuid', 'name', 'project_id', 'policy', 'max_per_root',
-              'generation'])
+              'generation', 'rules'])
 _COLUMNS = [_g.c.id, _g.c.uuid, _g.c.name, _g.c.project_id, _g.c.policy,
-            _g.c.max_per_root, _g.c.generation]
+            _g.c.max_per_root, _g.c.generation, _g.c.rules]
+# A member as the rules judge it: its consumer type (None while it holds
+# nothing) and the ids of the roots it holds allocations under.
+Placed = collections.namedtuple('Placed', ['consumer_type', 'roots'])
+# A member as get_groups shows it: also {root id: root uuid} and the
+# classes it holds.
+Held = collections.namedtuple('Held', ['consumer_type', 'roots',
+                                       'class_ids'])
 
 
-def create(conn, uuid, name, project_id, policy, max_per_root):
+def create(conn, uuid, name, project_id, policy, max_per_root, rules):
+    """``rules``: the rules as stored (text), or None for the one rule
+    ``policy`` says."""
     generation = generations.first(conn, generations.GROUP, [uuid])[uuid]
     conn.execute(sa.insert(_g).values(
         uuid=uuid, name=name, project_id=project_id, policy=policy,
-        max_per_root=max_per_root, generation=generation,
+        max_per_root=max_per_root, generation=generation, rules=rules,
         created_at=timeutils.utcnow()))
+
+
+def set_rules(conn, group, policy, max_per_root, rules):
+    """Replace a locked group's rules and move its generation."""
+    conn.execute(sa.update(_g).where(_g.c.id == group.id).values(
+        policy=policy, max_per_root=max_per_root, rules=rules,
+        generation=group.generation + 1, updated_at=timeutils.utcnow()))
+    return group.generation + 1
 
 
 def delete(conn, group):
@@ -82,22 +99,23 @@ def group_ids_of(conn, consumer_uuids):
 
 
 def member_roots(conn, group_ids):
-    """{group_id: {member_uuid: {root_provider_id}}}; members without
-    allocations map to an empty set."""
+    """{group_id: {member_uuid: Placed}}; members without allocations
+    hold no roots."""
     if not group_ids:
         return {}
     query = (sa.select(_m.c.group_id, _m.c.consumer_uuid,
-                       _p.c.root_provider_id)
+                       _c.c.consumer_type, _p.c.root_provider_id)
              .select_from(_m)
              .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
              .outerjoin(_a, _a.c.consumer_id == _c.c.id)
              .outerjoin(_p, _p.c.id == _a.c.provider_id)
              .where(_m.c.group_id.in_(sorted(group_ids))))
-    found = collections.defaultdict(lambda: collections.defaultdict(set))
-    for group_id, uuid, root_id in conn.execute(query):
-        roots = found[group_id][uuid]
+    found = collections.defaultdict(dict)
+    for group_id, uuid, consumer_type, root_id in conn.execute(query):
+        member = found[group_id].setdefault(uuid, Placed(consumer_type,
+                                                         set()))
         if root_id is not None:
-            roots.add(root_id)
+            member.roots.add(root_id)
     return found
 
 
@@ -126,10 +144,12 @@ def bump_generation(conn, group_id, expected):
 
 
 def describe(conn, uuids=None, project_id=None):
-    """[(Group, {member_uuid: {root_uuid}})] in one statement."""
+    """[(Group, {member_uuid: Held})] in one statement."""
     root = _p.alias('root')
-    query = (sa.select(*_COLUMNS, _m.c.consumer_uuid,
-                       root.c.uuid.label('root_uuid'))
+    query = (sa.select(*_COLUMNS, _m.c.consumer_uuid, _c.c.consumer_type,
+                       root.c.id.label('root_id'),
+                       root.c.uuid.label('root_uuid'),
+                       _a.c.resource_class_id)
              .select_from(_g)
              .outerjoin(_m, _m.c.group_id == _g.c.id)
              .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
@@ -148,7 +168,36 @@ def describe(conn, uuids=None, project_id=None):
     for row in conn.execute(query):
         members = found.setdefault(Group(*row[:width]), {})
         if row.consumer_uuid is not None:
-            roots = members.setdefault(row.consumer_uuid, set())
+            member = members.setdefault(row.consumer_uuid, Held(
+                row.consumer_type, {}, set()))
             if row.root_uuid is not None:
-                roots.add(row.root_uuid)
+                member.roots[row.root_id] = row.root_uuid
+                member.class_ids.add(row.resource_class_id)
     return list(found.items())
+
+
+def placement_of(conn, consumer_uuid):
+    """(consumer type, {root id}, {class id}) of what a consumer holds
+    now; (None, set(), set()) when it holds nothing."""
+    rows = conn.execute(
+        sa.select(_c.c.consumer_type, _p.c.root_provider_id,
+                  _a.c.resource_class_id)
+        .select_from(_c).join(_a, _a.c.consumer_id == _c.c.id)
+        .join(_p, _p.c.id == _a.c.provider_id)
+        .where(_c.c.uuid == consumer_uuid)).all()
+    if not rows:
+        return None, set(), set()
+    return (rows[0][0], {r[1] for r in rows}, {r[2] for r in rows})
+
+
+def classes_of(conn, consumer_uuids):
+    """{consumer uuid: {class id}} of what the consumers hold."""
+    found = collections.defaultdict(set)
+    if consumer_uuids:
+        rows = conn.execute(
+            sa.select(_c.c.uuid, _a.c.resource_class_id).distinct()
+            .select_from(_c).join(_a, _a.c.consumer_id == _c.c.id)
+            .where(_c.c.uuid.in_(sorted(set(consumer_uuids)))))
+        for uuid, class_id in rows:
+            found[uuid].add(class_id)
+    return found

@@ -129,11 +129,37 @@ consumer_groups = sa.Table(
     sa.Column('uuid', sa.String(36), nullable=False),
     sa.Column('name', sa.String(255), nullable=False),
     sa.Column('project_id', sa.String(255), nullable=True),
-    sa.Column('policy', sa.String(32), nullable=False),
+    # The 1.0 form (one rule at scope root), NULL for a group made of
+    # ``rules`` that it cannot express.
+    sa.Column('policy', sa.String(32), nullable=True),
     sa.Column('max_per_root', sa.Integer, nullable=True),
     sa.Column('generation', sa.BigInteger, nullable=False),
     *_timestamps(),
+    # JSON: the group's rules (groups/rules.py); NULL: the one rule that
+    # ``policy`` and ``max_per_root`` say.
+    sa.Column('rules', sa.Text, nullable=True),
     sa.UniqueConstraint('uuid'),
+    **_mysql)
+
+# Failure domains (RPC 1.5): a topology level maps aggregates to domain
+# labels; a root's domain at a level is the label of the level's
+# aggregate it is a member of (db/topology.py).
+topology_levels = sa.Table(
+    'topology_levels', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('name', sa.String(64), nullable=False),
+    sa.Column('generation', sa.BigInteger, nullable=False),
+    *_timestamps(),
+    sa.UniqueConstraint('name'),
+    **_mysql)
+
+topology_domains = sa.Table(
+    'topology_domains', metadata,
+    sa.Column('level_id', sa.Integer, sa.ForeignKey('topology_levels.id'),
+              primary_key=True),
+    sa.Column('aggregate_uuid', sa.String(36), primary_key=True),
+    sa.Column('label', sa.String(255), nullable=False),
+    sa.Index(None, 'aggregate_uuid'),
     **_mysql)
 
 # Members are consumer uuids, not consumer rows: membership outlives the

@@ -1,86 +1,173 @@
-"""Rules for consumer groups: membership, and the judgement of a write
-against the hard and soft policies of every group it touches.
-
-``judge`` runs inside the allocation transaction after the group rows are
-locked (consumers, then groups, then providers: one global order), so two
-members allocating at once are judged one after the other.
+"""Consumer groups: creating and deleting them, their rules
+(``update_group``) and their members. Every judgement of a rule goes
+through ``groups.judge``; the allocation transaction's is in
+``groups.judgement``.
 """
 
 from oslo_db import exception as db_exc
 
 from allocworker import codes
-from allocworker.groups import affinity as group_policy
+from allocworker.groups import judge as group_judge
+from allocworker.groups import judgement
+from allocworker.groups import rules as group_rules
 from allocworker import items
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
-from allocworker.db import allocations as db_allocations
 from allocworker.db import api as db
 from allocworker.db import groups as db_groups
-from allocworker.db import providers as db_providers
+from allocworker.db import topology as db_topology
 
 
-def group_item(group, members=None, **extra):
+def group_item(group, members=None, rules=None, **extra):
+    """A group as create_group answers; ``rules`` adds them (RPC 1.5)."""
     item = {'uuid': group.uuid, 'name': group.name,
             'policy': group.policy, 'max_per_root': group.max_per_root,
             'members': sorted(members or ()),
             'generation': group.generation}
+    if rules is not None:
+        item['rules'] = [group_rules.shown(r) for r in rules]
     item.update(extra)
     item['status'] = 200
     return item
 
 
-def _not_found(uuid, code=codes.GROUP_NOT_FOUND):
-    return codes.Fault(code, 'consumer group %s does not exist' % uuid)
+_not_found = judgement.not_found
 
 
-# -- create, delete, read -------------------------------------------------
+# -- create, update, delete ---------------------------------------------------
 
-def create_group(context, uuid, name, policy, max_per_root=None,
-                 project_id=None):
+def create_group(context, uuid, name, policy=None, max_per_root=None,
+                 project_id=None, rules=None):
     if project_id is None:
         project_id = getattr(context, 'project_id', None)
     return items.one(context, {'uuid': items.echo(uuid)}, _create, context,
-                     uuid, name, policy, max_per_root, project_id)
+                     uuid, name, policy, max_per_root, project_id, rules)
 
 
-def _create(context, uuid, name, policy_name, max_per_root, project_id):
+def _create(context, uuid, name, policy_name, max_per_root, project_id,
+            raw_rules):
     uuid = validation.uuid(uuid, 'uuid')
     validation.string(name, 'name')
-    if policy_name not in group_policy.POLICIES:
+    if raw_rules is None:
+        stored, rules = None, [_policy_rule(policy_name, max_per_root)]
+        max_per_root = rules[0].max_per_domain
+    elif policy_name is not None or max_per_root is not None:
+        raise validation.invalid('give either policy (and max_per_root) '
+                                 'or rules, not both')
+    else:
+        rules = group_rules.parse(raw_rules)
+        stored = group_rules.dumps(rules)
+        policy_name, max_per_root = group_rules.as_policy(rules)
+    if project_id is not None:
+        validation.string(project_id, 'project_id')
+    policy.check(context, 'create_group', 'a group of project %s'
+                 % project_id, project_id)
+    retry.write(_insert, uuid, name, project_id, policy_name, max_per_root,
+                stored, rules)
+    return _read_one(uuid, with_rules=raw_rules is not None)
+
+
+def _policy_rule(policy_name, max_per_root):
+    """The one rule of a 1.0 ``policy``."""
+    if policy_name not in group_rules.POLICIES:
         raise validation.invalid('policy must be one of %s, not %r'
-                                 % (', '.join(group_policy.POLICIES),
+                                 % (', '.join(group_rules.POLICIES),
                                     policy_name))
-    if policy_name in group_policy.ANTI:
+    if policy_name in group_rules.ANTI_POLICIES:
         max_per_root = 1 if max_per_root is None else validation.integer(
             max_per_root, 'max_per_root', minimum=1)
     elif max_per_root is not None:
         raise validation.invalid('max_per_root applies to anti-affinity '
                                  'policies only, not %s' % policy_name)
-    if project_id is not None:
-        validation.string(project_id, 'project_id')
-    policy.check(context, 'create_group', 'a group of project %s'
-                 % project_id, project_id)
-    retry.write(_insert, uuid, name, project_id, policy_name, max_per_root)
-    return _read_one(uuid)
+    return group_rules.from_policy(policy_name, max_per_root)
 
 
-def _insert(uuid, name, project_id, policy, max_per_root):
+def _insert(uuid, name, project_id, policy_name, max_per_root, stored,
+            rules):
     with db.writer() as conn:
+        _check_levels(conn, rules)
         try:
-            db_groups.create(conn, uuid, name, project_id, policy,
-                             max_per_root)
+            db_groups.create(conn, uuid, name, project_id, policy_name,
+                             max_per_root, stored)
         except db_exc.DBDuplicateEntry:
             raise codes.Fault(codes.GROUP_EXISTS,
                               'a consumer group with uuid %s already exists'
                               % uuid)
 
 
-def _read_one(uuid):
+def _check_levels(conn, rules):
+    """400 topology.not_found for a rule naming a level that does not
+    exist (``root`` is built in; ``partition`` comes with RPC 1.6)."""
+    named = {r.scope for r in rules} - {group_rules.ROOT}
+    if group_rules.PARTITION in named:
+        raise validation.invalid('scope partition is not served before '
+                                 'RPC 1.6')
+    known = {level.name for level in db_topology.levels(conn, named)}
+    for index, rule in enumerate(rules):
+        if rule.scope in named - known:
+            raise codes.Fault(codes.TOPOLOGY_NOT_IN_BODY,
+                              'rules[%d].scope: no topology level %s'
+                              % (index, rule.scope))
+
+
+def _read_one(uuid, with_rules=True):
     with db.reader() as conn:
         (group, members), = db_groups.describe(conn, [uuid])
-    return group_item(group, members)
+    rules = judgement.rules_of(group) if with_rules else None
+    return group_item(group, members, rules)
+
+
+def update_group(context, uuid, generation, rules, force=False):
+    """Replace a group's rules under its generation."""
+    return items.one(context, {'uuid': items.echo(uuid)}, _update, context,
+                     uuid, generation, rules, force)
+
+
+def _update(context, uuid, generation, raw_rules, force):
+    uuid = validation.uuid(uuid, 'uuid')
+    validation.integer(generation, 'generation', minimum=0, maximum=None)
+    validation.boolean(force, 'force')
+    rules = group_rules.parse(raw_rules)
+    retry.write(_replace_rules, context, uuid, generation, rules, force)
+    return _read_one(uuid)
+
+
+def _replace_rules(context, uuid, generation, rules, force):
+    with db.writer() as conn:
+        group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
+        if group is None:
+            raise _not_found(uuid)
+        policy.check(context, 'update_group', 'group %s' % uuid,
+                     group.project_id)
+        if group.generation != generation:
+            raise codes.Fault(
+                codes.GROUP_GENERATION_CONFLICT,
+                'group %s is at generation %d, not %d'
+                % (uuid, group.generation, generation),
+                generation=group.generation)
+        _check_levels(conn, rules)
+        if not force:
+            _refuse_broken(conn, group, rules)
+        policy_name, max_per_root = group_rules.as_policy(rules)
+        db_groups.set_rules(conn, group, policy_name, max_per_root,
+                            group_rules.dumps(rules))
+
+
+def _refuse_broken(conn, group, rules):
+    """409 when members' current allocations break a new hard rule."""
+    members = db_groups.member_roots(conn, [group.id])[group.id]
+    placed = {m: p for m, p in members.items() if p.roots}
+    judge = group_judge.Judge(group, rules, {}, group_judge.Domains(conn))
+    # Judged as if every member arrived now, each with what it holds.
+    classes = db_groups.classes_of(conn, list(placed))
+    verdicts = [v for v in judge.verdicts(
+        {m: (p.consumer_type, p.roots, classes.get(m, set()))
+         for m, p in placed.items()})
+        if v.rule.enforcement == group_rules.HARD]
+    if verdicts:
+        raise judge.fault(verdicts[0])
 
 
 def delete_group(context, uuid):
@@ -102,34 +189,6 @@ def _remove_group(context, uuid):
         policy.check(context, 'delete_group', 'group %s' % uuid,
                      group.project_id)
         db_groups.delete(conn, group)
-
-
-def get_groups(context, uuids=None, project_id=None):
-    """Groups with members and ``roots``; 404 items for unknown uuids."""
-    if uuids is not None:
-        validation.uuid_list(uuids, 'uuids', CONF.worker.max_batch_items)
-    wanted = None if uuids is None else items.each_uuid(uuids, 'uuids')
-    with db.reader() as conn:
-        found = db_groups.describe(
-            conn, None if wanted is None else items.valid(wanted),
-            project_id=project_id)
-    described = {g.uuid: _described(g, members) if policy.allowed(
-        context, 'get_groups', g.project_id) else policy.denied(
-        context, 'get_groups', 'group %s' % g.uuid).item(uuid=g.uuid)
-        for g, members in found}
-    if wanted is None:
-        return [i for i in described.values() if i['status'] == 200]
-    return [w.item(uuid=items.echo(raw)) if isinstance(w, codes.Fault)
-            else described.get(w) or _not_found(w).item(uuid=w)
-            for raw, w in zip(uuids, wanted)]
-
-
-def _described(group, members):
-    roots = {}
-    for member, member_roots in sorted(members.items()):
-        for root in member_roots:
-            roots.setdefault(root, []).append(member)
-    return group_item(group, members, roots=roots)
 
 
 # -- membership ------------------------------------------------------------
@@ -177,6 +236,8 @@ def _write_members(context, group_uuid, uuids, adding):
             fault = policy.denied(context, call, 'group %s' % group_uuid)
             return {uuid: fault for uuid in uuids}
         members = db_groups.member_roots(conn, [group.id])[group.id]
+        judge = group_judge.Judge(group, judgement.rules_of(group), members,
+                                  group_judge.Domains(conn))
         outcome, changed = {}, []
         for uuid in dict.fromkeys(uuids):
             if adding == (uuid in members):
@@ -187,15 +248,14 @@ def _write_members(context, group_uuid, uuids, adding):
                 changed.append(uuid)
                 outcome[uuid] = []
                 continue
-            roots = _current_roots(conn, uuid)
-            after = dict(members, **{uuid: roots})
-            verdict = _verdict(group, members, after, {uuid})
-            if uuid in verdict and group.policy in group_policy.HARD:
-                outcome[uuid] = verdict[uuid]
+            mover = db_groups.placement_of(conn, uuid)
+            refused, warned = judge.refusals({uuid: mover})
+            if uuid in refused:
+                outcome[uuid] = refused[uuid]
                 continue
-            members[uuid] = roots
+            members[uuid] = db_groups.Placed(mover[0], mover[1])
             changed.append(uuid)
-            outcome[uuid] = verdict.get(uuid, [])
+            outcome[uuid] = warned.get(uuid, [])
         if changed:
             (db_groups.add_members if adding else db_groups.remove_members)(
                 conn, group.id, changed)
@@ -203,139 +263,3 @@ def _write_members(context, group_uuid, uuids, adding):
                                              group.generation):
                 raise db.ConcurrentUpdate(group_uuid)
         return outcome
-
-
-def _current_roots(conn, consumer_uuid):
-    found = db_allocations.describe(conn, [consumer_uuid])
-    if consumer_uuid not in found:
-        return set()
-    _consumer, allocations = found[consumer_uuid]
-    ids = db_providers.ids_by_uuid(conn, list(allocations))
-    return set(db_providers.roots_of(conn, set(ids.values())).values())
-
-
-def _verdict(group, before, after, movers):
-    """{mover: Fault (hard) or [warning] (soft)} for breaking movers."""
-    broken = group_policy.breakers(group.policy, group.max_per_root,
-                                   before, after, movers)
-    if group.policy in group_policy.HARD:
-        return {m: codes.Fault(
-            codes.GROUP_POLICY_VIOLATION,
-            'consumer %s would break the %s policy of group %s%s'
-            % (m, group.policy, group.uuid,
-               ' (max_per_root %d)' % group.max_per_root
-               if group.max_per_root else '')) for m in broken}
-    return {m: [group_policy.SOFT_WARNING] for m in broken}
-
-
-# -- inside the allocation transaction ------------------------------------
-
-class Judgement(object):
-    """The groups one allocation transaction touches, locked, and the
-    verdict on each request. Build it after the consumers are locked and
-    before the providers are."""
-
-    def __init__(self, conn, requests, group_ids=None):
-        """``group_ids``: {consumer uuid: {group id}} of the requests'
-        consumers, read already in this transaction (None: read here)."""
-        self.conn = conn
-        joins = {r.consumer_uuid: r.group_uuid for r in requests
-                 if r.group_uuid}
-        self.faults = {}
-        join_ids = db_groups.ids_by_uuid(conn, set(joins.values()))
-        for r in requests:
-            if r.group_uuid and r.group_uuid not in join_ids:
-                self.faults[r.index] = _not_found(r.group_uuid,
-                                                  codes.GROUP_NOT_IN_BODY)
-        membership = group_ids if group_ids is not None else \
-            db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
-        ids = {gid for gids in membership.values() for gid in gids}
-        ids.update(join_ids.values())
-        # All touched groups locked in one pass, in id order.
-        self.groups = db_groups.lock(conn, ids)
-        self.joined = {uuid: self.groups[gid]
-                       for uuid, gid in join_ids.items() if gid in self.groups}
-        self.members = db_groups.member_roots(conn, ids)
-        self.enrolled = {gid: set(self.members[gid]) for gid in ids}
-        self.group_ids_of = {
-            r.consumer_uuid: set(membership.get(r.consumer_uuid, ())) |
-            ({self.joined[r.group_uuid].id}
-             if r.group_uuid in self.joined else set())
-            for r in requests}
-
-    def judge(self, new_roots):
-        """new_roots: [(request, {root_id})] for the requests still live.
-
-        Returns {index: Fault} for hard breaks and {index: [warning]} for
-        soft ones."""
-        faults, warnings = {}, {}
-        for group_id, group in self.groups.items():
-            before = {m: roots for m, roots in self.members[group_id].items()
-                      if roots}
-            after = dict(before)
-            movers = {}
-            for request, roots in new_roots:
-                if group_id in self.group_ids_of[request.consumer_uuid]:
-                    movers[request.consumer_uuid] = request
-                    if roots:
-                        after[request.consumer_uuid] = roots
-                    else:
-                        after.pop(request.consumer_uuid, None)
-            if not movers:
-                continue
-            verdict = _verdict(group, before, after, set(movers))
-            for uuid, outcome in verdict.items():
-                index = movers[uuid].index
-                if isinstance(outcome, codes.Fault):
-                    faults.setdefault(index, outcome)
-                else:
-                    warnings[index] = outcome
-        return faults, warnings
-
-    def concerns(self, request):
-        """Whether any group judges ``request`` (else ``judge`` finds
-        nothing to say about it and ``accept`` nothing to record)."""
-        return bool(self.group_ids_of[request.consumer_uuid])
-
-    def accept(self, request, roots):
-        """Take a judged request's placement as the state the next
-        request of an independent batch is judged against."""
-        for group_id in self.group_ids_of[request.consumer_uuid]:
-            self.members[group_id][request.consumer_uuid] = set(roots)
-
-    def joins(self, requests):
-        """[(group_id, consumer_uuid)] memberships to add on commit."""
-        result = []
-        for r in requests:
-            group = self.joined.get(r.group_uuid)
-            if group and r.consumer_uuid not in self.enrolled[group.id]:
-                result.append((group.id, r.consumer_uuid))
-        return result
-
-    def commit(self, requests):
-        joins = self.joins(requests)
-        for group_id, uuid in joins:
-            db_groups.add_members(self.conn, group_id, [uuid])
-        for group_id in sorted({g for g, _ in joins}):
-            group = self.groups[group_id]
-            if not db_groups.bump_generation(self.conn, group_id,
-                                             group.generation):
-                raise db.ConcurrentUpdate(group.uuid)
-
-
-def broken_policies():
-    """Hard groups whose members' current placement breaks the policy."""
-    with db.reader() as conn:
-        found = db_groups.describe(conn)
-    broken = []
-    for group, members in found:
-        if group.policy not in group_policy.HARD:
-            continue
-        placed = {m: roots for m, roots in members.items() if roots}
-        # Judged as if every member had just arrived.
-        if group_policy.breakers(group.policy, group.max_per_root, {},
-                                 placed, set(placed)):
-            broken.append({'group_uuid': group.uuid, 'policy': group.policy,
-                           'max_per_root': group.max_per_root,
-                           'roots': _described(group, members)['roots']})
-    return broken

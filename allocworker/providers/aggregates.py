@@ -4,12 +4,14 @@ MISC_SHARES_VIA_AGGREGATE trait shares its inventory with the providers of
 its aggregates (allocation candidates use that). Setting them is a write
 to the provider, under its generation."""
 
+from allocworker import codes
 from allocworker import items
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import aggregates as db_aggregates
+from allocworker.db import topology as db_topology
 
 
 def get_provider_aggregates(context, uuid):
@@ -18,12 +20,16 @@ def get_provider_aggregates(context, uuid):
                      db_aggregates.of_providers)
 
 
-def set_provider_aggregates(context, uuid, provider_generation, aggregates):
+def set_provider_aggregates(context, provider_uuid, provider_generation,
+                            aggregates):
     """Replace the provider's aggregates under its generation, and move
     it. ``provider_generation`` None is Placement's API before 1.19: the
-    write neither compares nor moves the generation."""
-    return items.one(context, {'uuid': items.echo(uuid)}, _set, context,
-                     uuid, provider_generation, aggregates)
+    write neither compares nor moves the generation. A root put in two
+    domains of a topology level is refused (409
+    topology.ambiguous_domain) and nothing is written."""
+    return items.one(context, {'uuid': items.echo(provider_uuid)}, _set,
+                     context, provider_uuid, provider_generation,
+                     aggregates)
 
 
 def _set(context, uuid, provider_generation, aggregates):
@@ -38,7 +44,20 @@ def _set(context, uuid, provider_generation, aggregates):
     policy.check(context, 'set_provider_aggregates', 'provider %s' % uuid)
     generation = retry.write(
         providers.replace_facet, uuid, provider_generation,
-        lambda conn, provider_id: db_aggregates.replace(
-            conn, provider_id, aggregates))
+        lambda conn, provider_id: _replace(conn, provider_id, aggregates))
     return {'uuid': uuid, 'generation': generation,
             'aggregates': aggregates, 'status': 200}
+
+
+def _replace(conn, provider_id, aggregates):
+    db_aggregates.replace(conn, provider_id, aggregates)
+    levels = {level.id: level.name for level in db_topology.levels(conn)}
+    ambiguous = db_topology.ambiguous(conn, set(levels), [provider_id])
+    if ambiguous:
+        level_id, root_uuid, labels = ambiguous[0]
+        raise codes.Fault(
+            codes.TOPOLOGY_AMBIGUOUS_DOMAIN,
+            'root provider %s would be in %d domains of topology level '
+            '%s (%s); a root is in at most one'
+            % (root_uuid, len(labels), levels[level_id],
+               ', '.join(labels)))

@@ -77,13 +77,24 @@ def get_provider_traits(context, uuid):
                      db_traits.of_providers)
 
 
-def set_provider_traits(context, uuid, provider_generation, traits):
-    """Replace the provider's traits; the item carries the new generation."""
-    return items.one(context, {'uuid': items.echo(uuid)}, _set, context,
-                     uuid, provider_generation, traits)
+def set_provider_traits(context, provider_uuid, provider_generation,
+                        traits):
+    """Replace the provider's traits (Placement's API: every trait must
+    exist); the item carries the new generation."""
+    return items.one(context, {'uuid': items.echo(provider_uuid)}, _set,
+                     context, provider_uuid, provider_generation, traits)
 
 
-def _set(context, uuid, provider_generation, traits):
+def assign_traits(context, provider_uuid, provider_generation, traits):
+    """RPC 1.5's ``set_provider_traits``: as Placement's, but a CUSTOM_
+    trait is created on first use and an unknown standard one is the
+    item's 400 invalid_request."""
+    return items.one(context, {'uuid': items.echo(provider_uuid)}, _set,
+                     context, provider_uuid, provider_generation, traits,
+                     True)
+
+
+def _set(context, uuid, provider_generation, traits, create_custom=False):
     uuid = validation.uuid(uuid, 'uuid')
     validation.integer(provider_generation, 'provider_generation',
                        minimum=0, maximum=None)
@@ -92,16 +103,25 @@ def _set(context, uuid, provider_generation, traits):
     traits = sorted({validation.trait_name(t, 'traits') for t in traits})
     policy.check(context, 'set_provider_traits', 'provider %s' % uuid)
     generation = retry.write(providers.replace_facet, uuid,
-                             provider_generation, _replacing(traits))
+                             provider_generation,
+                             _replacing(traits, create_custom))
     return {'uuid': uuid, 'generation': generation, 'traits': traits,
             'status': 200}
 
 
-def _replacing(traits):
+def _replacing(traits, create_custom):
     """The write that makes ``traits`` (names) the provider's traits."""
     def write(conn, provider_id):
         ids = db_traits.ids_by_name(conn, traits)
         unknown = [t for t in traits if t not in ids]
+        if unknown and create_custom:
+            standard = [t for t in unknown if not t.startswith('CUSTOM_')]
+            if standard:
+                raise validation.invalid(
+                    'traits: no standard trait named %s' % standard[0])
+            db_traits.ensure(conn, unknown)
+            ids = db_traits.ids_by_name(conn, traits)
+            unknown = []
         if unknown:
             raise codes.Fault(codes.TRAIT_NOT_IN_BODY,
                               'No such trait(s): %s' % ', '.join(unknown))

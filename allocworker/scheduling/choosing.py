@@ -10,16 +10,13 @@ by a hash of the consumer and the root, so each consumer sees its own
 order, and concurrent claims facing (nearly) equal hosts spread over them
 instead of queueing on one.
 
-A consumer's hard group policies filter the candidates before any is
-tried, and candidates that keep its soft policies are tried before those
-that bend them: ``broken_group`` asks the same rule the allocation
-transaction judges with (``groups.affinity.breakers``).
+The rules of a consumer's groups sort the candidates into tiers before
+this order applies (``claim_groups``).
 """
 
 import collections
 import hashlib
 
-from allocworker.groups import affinity
 
 SPREAD = 'spread'
 PACK = 'pack'
@@ -81,21 +78,3 @@ def roomiest(candidates):
     steps = _steps(candidates)
     top = max(steps, default=None)
     return [c for c, step in zip(candidates, steps) if step == top]
-
-
-PolicyGroup = collections.namedtuple(
-    'PolicyGroup', ['uuid', 'policy', 'max_per_root', 'members'])
-
-
-def broken_group(groups, consumer_uuid, roots):
-    """The first of ``groups`` (PolicyGroup, ``members`` {uuid: {root}})
-    whose policy the consumer breaks by holding allocations under
-    ``roots`` (replacing what it holds now), or None."""
-    for group in groups:
-        before = {m: r for m, r in group.members.items() if r}
-        after = dict(before)
-        after[consumer_uuid] = set(roots)
-        if affinity.breakers(group.policy, group.max_per_root, before, after,
-                             {consumer_uuid}):
-            return group
-    return None

@@ -1,46 +1,61 @@
 """The candidates a claim's groups allow: the consumer's groups (and the
 one it joins) locked with their members' roots, and each candidate
-judged against their policies before any is tried (the rule itself is
-``choosing.broken_group``, the one the allocation transaction judges
-with)."""
+judged against their rules before any is tried, by the judge the
+allocation transaction judges with (``groups.judge``)."""
+
+import collections
 
 from allocworker import codes
 from allocworker.db import groups as db_groups
 from allocworker.db import providers as db_providers
-from allocworker.groups import affinity
-from allocworker.scheduling import choosing
+from allocworker.db import resource_classes as db_classes
+from allocworker.groups import judge as group_judge
+from allocworker.groups import judgement
+from allocworker.groups import rules as group_rules
+
+# The hard rule that ruled out a candidate: its group and verdict.
+Blocking = collections.namedtuple('Blocking', ['judge', 'verdict'])
 
 
-def keeping_policies(conn, request, candidates, ids, group_ids):
-    """(the candidates whose roots keep every policy of the consumer's
-    groups, those that bend only soft ones, the hard group that ruled out
-    the first candidate dropped). ``ids``: {provider uuid: id};
-    ``group_ids``: {consumer uuid: {group id}} the consumer's
-    memberships, read in this transaction."""
-    groups = _groups(conn, request, group_ids)
-    if not groups:
-        return candidates, [], None
-    hard = [g for g in groups if g.policy in affinity.HARD]
-    soft = [g for g in groups if g.policy not in affinity.HARD]
+def keeping_policies(conn, request, candidates, ids, known, new_type):
+    """(tiers of candidates to try in turn, the first rule that ruled a
+    candidate out as a Blocking, or None). The candidates that keep every
+    rule come first, those crowding the domains of spread rules least
+    before the others; those that bend only soft rules last.
+    ``ids``: {provider uuid: id}; ``known``: the claim's transaction's
+    ``writes.Prelocked``."""
+    judges = _judges(conn, request, known.group_ids)
+    if not judges:
+        return [candidates], None
+    kind = _consumer_type(request, known, new_type)
     root_of = db_providers.roots_of(conn, set(ids.values()))
-    kept, bending, blocking = [], [], None
+    class_ids = db_classes.ids_by_name(
+        conn, {n for c in candidates for r in c['allocations'].values()
+               for n in r})
+    spreads = _spread_counts(judges)
+    kept, bending, blocking = collections.defaultdict(list), [], None
     for candidate in candidates:
         roots = {root_of[ids[u]] for u in candidate['allocations']
                  if u in ids}
-        broken = choosing.broken_group(hard, request.consumer_uuid, roots)
-        if broken is None:
-            bends = choosing.broken_group(soft, request.consumer_uuid,
-                                          roots)
-            (kept if bends is None else bending).append(candidate)
-        elif blocking is None:
-            blocking = broken
-    return kept, bending, blocking
+        classes = {class_ids[n] for r in candidate['allocations'].values()
+                   for n in r if n in class_ids}
+        mover = {request.consumer_uuid: (kind, roots, classes)}
+        verdicts = [(j, v) for j in judges for v in j.verdicts(mover)]
+        hard = [(j, v) for j, v in verdicts
+                if v.rule.enforcement == group_rules.HARD]
+        if hard:
+            blocking = blocking or Blocking(*hard[0])
+        elif verdicts:
+            bending.append(candidate)
+        else:
+            kept[_crowding(spreads, roots)].append(candidate)
+    return [kept[k] for k in sorted(kept)] + [bending], blocking
 
 
-def _groups(conn, request, group_ids):
-    """The consumer's groups and the one it joins, locked, with their
-    members' roots."""
-    ids = set(group_ids.get(request.consumer_uuid, ()))
+def _judges(conn, request, group_ids):
+    """A Judge per group of the consumer and the one it joins, locked,
+    with their members' roots."""
+    ids = set((group_ids or {}).get(request.consumer_uuid, ()))
     if request.group_uuid:
         ids.update(db_groups.ids_by_uuid(conn, [request.group_uuid])
                    .values())
@@ -48,18 +63,50 @@ def _groups(conn, request, group_ids):
         return []
     locked = db_groups.lock(conn, ids)
     members = db_groups.member_roots(conn, ids)
-    return [choosing.PolicyGroup(g.uuid, g.policy, g.max_per_root,
-                                 members[gid])
+    domains = group_judge.Domains(conn)
+    return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
+                              domains)
             for gid, g in sorted(locked.items())]
 
 
-def ruled_out(request, group, fitting):
-    """The claim's Fault when ``group``'s policy left none of the
-    ``fitting`` candidates."""
+def _consumer_type(request, known, new_type):
+    consumer = (known.consumers or {}).get(request.consumer_uuid)
+    return request.consumer_type or (
+        consumer.consumer_type if consumer else None) or new_type
+
+
+def _spread_counts(judges):
+    """[(judge, rule, {domain: members})] of every spread rule, over the
+    members placed now."""
+    found = []
+    for judge in judges:
+        placed = {m: p for m, p in judge.members.items() if p.roots}
+        roots = {r for p in placed.values() for r in p.roots}
+        for rule in judge.rules:
+            if rule.policy == group_rules.SPREAD:
+                labels = judge.domains.labels(rule.scope, roots)
+                found.append((judge, rule, group_rules.counts(
+                    group_rules.counted(rule, placed), labels)))
+    return found
+
+
+def _crowding(spreads, roots):
+    """How many members the spread rules' domains of ``roots`` hold
+    already, rule by rule (fewer is tried first)."""
+    found = []
+    for judge, rule, per_domain in spreads:
+        labels = judge.domains.labels(rule.scope, roots)
+        found.append(max((per_domain.get(labels[r], 0) for r in roots
+                          if r in labels), default=0))
+    return tuple(found)
+
+
+def ruled_out(request, blocking, fitting):
+    """The claim's Fault when a hard rule left none of the ``fitting``
+    candidates."""
+    verdict = blocking.verdict
     return codes.Fault(
         codes.GROUP_POLICY_VIOLATION,
-        'items[%d]: %d candidate(s) fit, but the %s policy of group %s%s '
-        'rules out every one of them'
-        % (request.index, fitting, group.policy, group.uuid,
-           ' (max_per_root %d)' % group.max_per_root
-           if group.max_per_root else ''))
+        'items[%d]: %d candidate(s) fit, but %s of group %s rules out '
+        'every one of them' % (request.index, fitting, group_rules.describe(
+            verdict.index, verdict.rule), blocking.judge.group.uuid))

@@ -36,11 +36,11 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     # emptier than it is: a resize would never stay.
     fresh_only = (fresh and claim.strategy == choosing.SPREAD and
                   request.consumer_uuid not in known.consumers)
-    keeping, bending, blocking = claim_groups.keeping_policies(
-        conn, request, candidates, ids, known.group_ids)
-    # A soft policy never refuses, but is kept whenever a candidate can.
-    ordered = [c for part in (keeping, bending) for c in choosing.ordered(
-        part, claim.strategy, request.consumer_uuid)]
+    tiers, blocking = claim_groups.keeping_policies(
+        conn, request, candidates, ids, known, NEW_TYPE)
+    # A soft rule never refuses, but is kept whenever a candidate can.
+    ordered = [c for tier in tiers for c in choosing.ordered(
+        tier, claim.strategy, request.consumer_uuid)]
     faults, waiting = [], []
     if fresh_only:
         # Never a second pass here: the candidates passed over go last,

@@ -3,7 +3,6 @@
 import collections
 import uuid
 
-from allocworker.groups import affinity
 from allocworker.scheduling import choosing
 
 
@@ -47,26 +46,6 @@ def test_ties_are_broken_per_consumer():
     consumer = str(uuid.uuid4())
     assert choosing.ordered(found, 'spread', consumer) == \
         choosing.ordered(list(reversed(found)), 'spread', consumer)
-
-
-def group(policy, members, max_per_root=None):
-    return choosing.PolicyGroup('g', policy, max_per_root, members)
-
-
-def test_anti_affinity_rules_out_roots_at_max_per_root():
-    anti = group(affinity.ANTI_AFFINITY, {'m1': {1}, 'm2': {1}, 'm3': {2},
-                                          'me': set()}, 2)
-    assert choosing.broken_group([anti], 'me', {1}) is anti
-    assert choosing.broken_group([anti], 'me', {2}) is None
-    assert choosing.broken_group([anti], 'me', {3}) is None
-
-
-def test_affinity_keeps_members_on_their_root():
-    aff = group(affinity.AFFINITY, {'m1': {7}, 'me': {7}})
-    assert choosing.broken_group([aff], 'me', {7}) is None
-    assert choosing.broken_group([aff], 'me', {8}) is aff
-    alone = group(affinity.AFFINITY, {'me': {7}, 'm1': set()})
-    assert choosing.broken_group([alone], 'me', {8}) is None
 
 
 def test_hosts_within_a_step_of_each_other_count_as_equal():

@@ -15,6 +15,10 @@ DESIGN_TABLE = {
     (409, 'group.exists'), (404, 'group.not_found'), (403, 'quota.exceeded'),
     (400, 'group.not_found'), (409, 'idempotency.key_reused'),
     (424, 'batch.aborted'), (202, 'event.held'), (500, 'internal_error'),
+    # RPC 1.5
+    (409, 'group.generation_conflict'), (409, 'topology.ambiguous_domain'),
+    (409, 'topology.in_use'), (404, 'topology.not_found'),
+    (400, 'topology.not_found'),
 }
 
 

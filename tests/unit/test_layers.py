@@ -15,7 +15,7 @@ LAYERS = [
     ('allocworker.service', 5), ('allocworker.calls', 5),
     # Pure rules inside the service-layer packages sit at the bottom.
     ('allocworker.capacity', 1),
-    ('allocworker.groups.affinity', 1),
+    ('allocworker.groups.rules', 1),
     ('allocworker.quota.rule', 1),
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),

@@ -1,0 +1,213 @@
+"""Queries on topology levels: the aggregates each level maps to domain
+labels, and the domains of root providers.
+
+A root's domain at a level is the label of the level's aggregate that the
+root (not a child of it) is a member of; membership lives in
+``provider_aggregates``.
+"""
+
+import collections
+
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from allocworker.db import api
+from allocworker.db import schema
+
+_l = schema.topology_levels
+_d = schema.topology_domains
+_pa = schema.provider_aggregates
+_p = schema.providers
+_i = schema.inventories
+
+Level = collections.namedtuple('Level', ['id', 'name', 'generation'])
+
+
+def levels(conn, names=None):
+    """[Level] by name (every level when ``names`` is None)."""
+    query = sa.select(_l.c.id, _l.c.name, _l.c.generation).order_by(
+        _l.c.name)
+    if names is not None:
+        query = query.where(_l.c.name.in_(sorted(set(names))))
+    return [Level(*row) for row in conn.execute(query)]
+
+
+def lock(conn, name):
+    """The level, locked, or None."""
+    row = conn.execute(api.for_update(
+        sa.select(_l.c.id, _l.c.name, _l.c.generation)
+        .where(_l.c.name == name))).first()
+    return Level(*row) if row else None
+
+
+def create(conn, name):
+    """A new level with no domains: its Level."""
+    conn.execute(sa.insert(_l).values(name=name, generation=1,
+                                      created_at=timeutils.utcnow()))
+    return lock(conn, name)
+
+
+def replace_domains(conn, level, domains):
+    """Make ``domains`` ({aggregate uuid: label}) the level's, and move
+    its generation: the new generation."""
+    conn.execute(sa.delete(_d).where(_d.c.level_id == level.id))
+    if domains:
+        conn.execute(sa.insert(_d), [
+            {'level_id': level.id, 'aggregate_uuid': a, 'label': label}
+            for a, label in sorted(domains.items())])
+    conn.execute(sa.update(_l).where(_l.c.id == level.id).values(
+        generation=level.generation + 1, updated_at=timeutils.utcnow()))
+    return level.generation + 1
+
+
+def delete(conn, level):
+    conn.execute(sa.delete(_d).where(_d.c.level_id == level.id))
+    conn.execute(sa.delete(_l).where(_l.c.id == level.id))
+
+
+def domains(conn, level_ids):
+    """{level id: {aggregate uuid: label}}."""
+    found = collections.defaultdict(dict)
+    if level_ids:
+        rows = conn.execute(
+            sa.select(_d.c.level_id, _d.c.aggregate_uuid, _d.c.label)
+            .where(_d.c.level_id.in_(sorted(level_ids))))
+        for level_id, aggregate, label in rows:
+            found[level_id][aggregate] = label
+    return found
+
+
+def _root_memberships(level_ids):
+    """(level id, root id, label) of every root in a level's aggregate."""
+    return (sa.select(_d.c.level_id, _pa.c.provider_id, _d.c.label)
+            .select_from(_d)
+            .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
+            .join(_p, sa.and_(_p.c.id == _pa.c.provider_id,
+                              _p.c.root_provider_id == _p.c.id))
+            .where(_d.c.level_id.in_(sorted(level_ids))))
+
+
+def root_counts(conn, level_ids):
+    """{level id: {label: number of roots in that domain}}."""
+    found = collections.defaultdict(collections.Counter)
+    if level_ids:
+        rows = _root_memberships(level_ids).subquery()
+        query = (sa.select(rows.c.level_id, rows.c.label,
+                           sa.func.count(sa.distinct(rows.c.provider_id)))
+                 .group_by(rows.c.level_id, rows.c.label))
+        for level_id, label, number in conn.execute(query):
+            found[level_id][label] = number
+    return found
+
+
+def ambiguous(conn, level_ids, root_ids=None):
+    """[(level id, root uuid, [labels])] of roots in two domains of one
+    level, among ``root_ids`` (every root when None)."""
+    if not level_ids:
+        return []
+    memberships = _root_memberships(level_ids)
+    if root_ids is not None:
+        if not root_ids:
+            return []
+        memberships = memberships.where(
+            _pa.c.provider_id.in_(sorted(root_ids)))
+    rows = memberships.subquery()
+    query = (sa.select(rows.c.level_id, _p.c.uuid, rows.c.label)
+             .select_from(rows).join(_p, _p.c.id == rows.c.provider_id)
+             .distinct().order_by(rows.c.level_id, _p.c.uuid, rows.c.label))
+    labels = collections.defaultdict(list)
+    for level_id, uuid, label in conn.execute(query):
+        labels[(level_id, uuid)].append(label)
+    return [(level_id, uuid, found)
+            for (level_id, uuid), found in sorted(labels.items())
+            if len(found) > 1]
+
+
+def labels_of_roots(conn, names, root_ids):
+    """{level name: {root id: label}} for the roots that have a domain
+    there."""
+    found = {name: {} for name in names}
+    if not names or not root_ids:
+        return found
+    query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
+             .select_from(_l)
+             .join(_d, _d.c.level_id == _l.c.id)
+             .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
+             .where(_l.c.name.in_(sorted(set(names))),
+                    _pa.c.provider_id.in_(sorted(set(root_ids)))))
+    for name, root_id, label in conn.execute(query):
+        found[name][root_id] = label
+    return found
+
+
+def eligible_labels(conn, name, class_ids):
+    """The labels of level ``name`` whose domain holds a root whose tree
+    offers every class of ``class_ids`` (inventory of it, used or not).
+    Each label stops at its first such root."""
+    outer = _d.alias('outer_domain')
+    inner = _d.alias('inner_domain')
+    member = _pa.alias('member')
+    offers = _offering(member.c.provider_id, class_ids)
+    held = sa.exists(
+        sa.select(sa.literal(1)).select_from(inner)
+        .join(member, member.c.aggregate_uuid == inner.c.aggregate_uuid)
+        .where(inner.c.level_id == outer.c.level_id,
+               inner.c.label == outer.c.label, *offers))
+    query = (sa.select(outer.c.label).distinct()
+             .select_from(outer).join(_l, _l.c.id == outer.c.level_id)
+             .where(_l.c.name == name, held))
+    return {label for label, in conn.execute(query)}
+
+
+def _offering(root, class_ids):
+    """Conditions: the tree of ``root`` (an id column) offers every
+    class."""
+    return [sa.exists(sa.select(sa.literal(1)).select_from(_p)
+                      .join(_i, _i.c.provider_id == _p.c.id)
+                      .where(_p.c.root_provider_id == root,
+                             _i.c.resource_class_id == class_id))
+            for class_id in sorted(class_ids)]
+
+
+def offering_roots(conn, class_ids, within=None):
+    """How many roots' trees offer every class of ``class_ids``; with
+    ``within`` (root ids), the set of those among them that do."""
+    r = _p.alias('offering_root')
+    query = sa.select(r.c.id).where(r.c.id == r.c.root_provider_id,
+                                    *_offering(r.c.id, class_ids))
+    if within is None:
+        return conn.execute(sa.select(sa.func.count()).select_from(
+            query.subquery())).scalar()
+    if not within:
+        return set()
+    return {root for root, in conn.execute(
+        query.where(r.c.id.in_(sorted(within))))}
+
+
+def root_uuids(conn, root_ids):
+    """{provider id: uuid}."""
+    if not root_ids:
+        return {}
+    return dict(conn.execute(sa.select(_p.c.id, _p.c.uuid).where(
+        _p.c.id.in_(sorted(set(root_ids))))).all())
+
+
+def all_labels(conn, names):
+    """{level name: {label}} of every domain a level maps to."""
+    found = {name: set() for name in names}
+    if names:
+        query = (sa.select(_l.c.name, _d.c.label).select_from(_l)
+                 .join(_d, _d.c.level_id == _l.c.id)
+                 .where(_l.c.name.in_(sorted(set(names)))))
+        for name, label in conn.execute(query):
+            found[name].add(label)
+    return found
+
+
+def groups_naming(conn, name):
+    """The uuids of the groups whose rules name level ``name`` (rules are
+    stored as groups/rules.py dumps them)."""
+    g = schema.consumer_groups
+    rows = conn.execute(sa.select(g.c.uuid, g.c.rules).where(
+        g.c.rules.isnot(None), g.c.rules.contains('"scope": "%s"' % name)))
+    return sorted(uuid for uuid, _rules in rows)

@@ -1,0 +1,115 @@
+"""The rules of every group an allocation transaction touches, judged
+inside it.
+
+``Judgement`` is built after the consumer rows are locked and before the
+providers are: it locks the groups (consumers, then groups, then
+providers: one global order), so two members writing at once are judged
+one after the other, on the state the first committed. Writers into
+different groups never wait for each other.
+"""
+
+from allocworker import codes
+from allocworker.db import api as db
+from allocworker.db import groups as db_groups
+from allocworker.groups import judge as group_judge
+from allocworker.groups import rules as group_rules
+
+
+def not_found(uuid, code=codes.GROUP_NOT_FOUND):
+    return codes.Fault(code, 'consumer group %s does not exist' % uuid)
+
+
+def rules_of(group):
+    """A stored group's rules."""
+    return group_rules.loads(group.rules, group.policy, group.max_per_root)
+
+
+class Judgement(object):
+    """The groups one allocation transaction touches, locked, and the
+    verdict on each request."""
+
+    def __init__(self, conn, requests, group_ids=None):
+        """``group_ids``: {consumer uuid: {group id}} of the requests'
+        consumers, read already in this transaction (None: read here)."""
+        self.conn = conn
+        joins = {r.consumer_uuid: r.group_uuid for r in requests
+                 if r.group_uuid}
+        self.faults = {}
+        join_ids = db_groups.ids_by_uuid(conn, set(joins.values()))
+        for r in requests:
+            if r.group_uuid and r.group_uuid not in join_ids:
+                self.faults[r.index] = not_found(r.group_uuid,
+                                                 codes.GROUP_NOT_IN_BODY)
+        membership = group_ids if group_ids is not None else \
+            db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
+        ids = {gid for gids in membership.values() for gid in gids}
+        ids.update(join_ids.values())
+        # All touched groups locked in one pass, in id order.
+        self.groups = db_groups.lock(conn, ids)
+        self.joined = {uuid: self.groups[gid]
+                       for uuid, gid in join_ids.items() if gid in self.groups}
+        self.members = db_groups.member_roots(conn, ids)
+        self.enrolled = {gid: set(self.members[gid]) for gid in ids}
+        self.group_ids_of = {
+            r.consumer_uuid: set(membership.get(r.consumer_uuid, ())) |
+            ({self.joined[r.group_uuid].id}
+             if r.group_uuid in self.joined else set())
+            for r in requests}
+        self.domains = group_judge.Domains(conn)
+        self.judges = {
+            gid: group_judge.Judge(group, rules_of(group),
+                                   self.members[gid], self.domains)
+            for gid, group in self.groups.items()}
+
+    def judge(self, placements):
+        """placements: [(request, consumer type, {root id}, {class id})]
+        for the requests still live.
+
+        Returns {index: Fault} for hard breaks and {index: [warning]} for
+        soft ones."""
+        faults, warnings = {}, {}
+        for group_id, judge in sorted(self.judges.items()):
+            movers, index_of = {}, {}
+            for request, kind, roots, class_ids in placements:
+                if group_id in self.group_ids_of[request.consumer_uuid]:
+                    movers[request.consumer_uuid] = (kind, roots, class_ids)
+                    index_of[request.consumer_uuid] = request.index
+            if not movers:
+                continue
+            refused, warned = judge.refusals(movers)
+            for uuid, fault in refused.items():
+                faults.setdefault(index_of[uuid], fault)
+            for uuid, warning in warned.items():
+                warnings[index_of[uuid]] = warning
+        return faults, warnings
+
+    def concerns(self, request):
+        """Whether any group judges ``request`` (else ``judge`` finds
+        nothing to say about it and ``accept`` nothing to record)."""
+        return bool(self.group_ids_of[request.consumer_uuid])
+
+    def accept(self, request, kind, roots):
+        """Take a judged request's placement as the state the next
+        request of an independent batch is judged against."""
+        for group_id in self.group_ids_of[request.consumer_uuid]:
+            self.members[group_id][request.consumer_uuid] = \
+                db_groups.Placed(kind, set(roots))
+
+    def joins(self, requests):
+        """[(group_id, consumer_uuid)] memberships to add on commit."""
+        result = []
+        for r in requests:
+            group = self.joined.get(r.group_uuid)
+            if group and r.consumer_uuid not in self.enrolled[group.id]:
+                result.append((group.id, r.consumer_uuid))
+        return result
+
+    def commit(self, requests):
+        joins = self.joins(requests)
+        for group_id, uuid in joins:
+            db_groups.add_members(self.conn, group_id, [uuid])
+        for group_id in sorted({g for g, _ in joins}):
+            group = self.groups[group_id]
+            if not db_groups.bump_generation(self.conn, group_id,
+                                             group.generation):
+                raise db.ConcurrentUpdate(group.uuid)
