@@ -34,9 +34,12 @@ from allocworker.db import resource_classes as db_classes
 Origin = collections.namedtuple('Origin', ['context', 'new_type', 'index'])
 # What the caller locked or read in this transaction before the plan:
 # the requested consumers that exist {uuid: Consumer}, providers {id:
-# Locked} (a claim's candidate), memberships {uuid: {group id}} or None.
+# Locked} (a claim's candidate), memberships {uuid: {group id}} or None,
+# the groups a claim locked with their members ({id: Group}, {id:
+# {member uuid: Placed}}) or None.
 Prelocked = collections.namedtuple(
-    'Prelocked', ['consumers', 'providers', 'group_ids'], defaults=(None,))
+    'Prelocked', ['consumers', 'providers', 'group_ids', 'groups'],
+    defaults=(None, None))
 
 
 class BatchFailed(Exception):
@@ -124,7 +127,8 @@ class Plan(plan_writes.Writing):
 
     def _lock_groups(self):
         self.groups = groups.Judgement(self.conn, self.requests,
-                                       self.prelocked.group_ids)
+                                       self.prelocked.group_ids,
+                                       self.prelocked.groups)
         for index, fault in self.groups.faults.items():
             self.faults.setdefault(index, fault)
 

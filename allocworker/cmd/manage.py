@@ -89,17 +89,37 @@ def _consumers(subparsers):
             "show a consumer's allocations", [(['uuid'], {})])
 
 
+# A group's rule as KEY=VALUE[,KEY=VALUE...] (manage_groups.parse_rule).
+RULE = dict(
+    action='append', dest='rules', metavar='KEY=VALUE[,KEY=VALUE...]',
+    help='a rule: policy=anti-affinity|affinity|spread, scope=LEVEL '
+         '(default root), max_per_domain=N, max_domains=N, max_skew=N, '
+         'min_domains=N, enforcement=hard|soft, consumer_types=T1+T2; '
+         'repeat for more rules')
+
+
 def _groups(subparsers):
     sub = cli.category(subparsers, 'group', 'consumer groups')
-    cli.add(sub, 'create', 'manage_groups.group_create',
-            'create a consumer group',
-            [(['--uuid'], dict(required=True)),
-             (['--name'], dict(required=True, dest='group_name')),
-             (['--policy'], dict(required=True, choices=[
-              'affinity', 'anti-affinity', 'soft-affinity',
-              'soft-anti-affinity'])),
-             (['--max-per-root'], dict(type=int, dest='max_per_root')),
-             (['--project-id'], dict(dest='project_id'))])
+    create = cli.add(sub, 'create', 'manage_groups.group_create',
+                     'create a consumer group: one 1.0 --policy, or '
+                     '--rule (repeatable) at any scope',
+                     [(['--uuid'], dict(required=True)),
+                      (['--name'], dict(required=True, dest='group_name')),
+                      (['--max-per-root'], dict(type=int,
+                                                dest='max_per_root')),
+                      (['--project-id'], dict(dest='project_id'))])
+    given = create.add_mutually_exclusive_group(required=True)
+    given.add_argument('--policy', choices=[
+        'affinity', 'anti-affinity', 'soft-affinity', 'soft-anti-affinity'])
+    given.add_argument('--rule', **RULE)
+    cli.add(sub, 'update', 'manage_groups.group_update',
+            "replace a group's rules under its generation",
+            [(['uuid'], {}),
+             (['--generation'], dict(type=int, required=True)),
+             (['--rule'], dict(RULE, required=True)),
+             (['--force'], dict(action='store_true',
+                                help="even when members' allocations break "
+                                     "a new hard rule"))])
     cli.add(sub, 'list', 'manage_groups.group_list', 'list consumer groups',
             [(['--project-id'], dict(dest='project_id'))])
     cli.add(sub, 'show', 'manage_groups.group_show',
@@ -114,6 +134,22 @@ def _groups(subparsers):
             'remove members from a group',
             [(['uuid'], {}), (['members'], dict(nargs='+',
                                                 metavar='CONSUMER_UUID'))])
+
+
+def _topology(subparsers):
+    sub = cli.category(subparsers, 'topology', 'topology levels: failure '
+                       'domains of aggregates')
+    cli.add(sub, 'set', 'manage_topology.topology_set',
+            "make these a level's domains (replacing its others), creating "
+            "the level on first use",
+            [(['level_name'], dict(metavar='NAME')),
+             (['domains'], dict(nargs='+', metavar='AGGREGATE=LABEL'))])
+    cli.add(sub, 'show', 'manage_topology.topology_show',
+            'levels with their domains, aggregates and roots per domain',
+            [(['names'], dict(nargs='*', metavar='NAME'))])
+    cli.add(sub, 'delete', 'manage_topology.topology_delete',
+            'delete a level no group rule names',
+            [(['level_name'], dict(metavar='NAME'))])
 
 
 def _quota(subparsers):
@@ -188,8 +224,8 @@ def _events(subparsers):
 
 def add_command_parsers(subparsers):
     # In the order help lists them.
-    for add in (_db, _providers, _consumers, _groups, _quota, _placement,
-                _audit, _candidates, _events):
+    for add in (_db, _providers, _consumers, _groups, _topology, _quota,
+                _placement, _audit, _candidates, _events):
         add(subparsers)
 
 

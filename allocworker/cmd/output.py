@@ -52,3 +52,13 @@ def bar(used, capacity, width=20):
     filled = min(width, int(round(width * used / capacity)))
     over = '!' if used > capacity else ''
     return '[%s%s]%s' % ('#' * filled, '.' * (width - filled), over)
+
+
+def count_bar(count, largest, width=40):
+    """``count`` as a run of '#', one a unit, scaled down when ``largest``
+    exceeds ``width``; a non-zero count shows at least one."""
+    if count <= 0 or largest <= 0:
+        return ''
+    if largest <= width:
+        return '#' * count
+    return '#' * max(1, int(round(width * count / largest)))

@@ -144,36 +144,42 @@ def bump_generation(conn, group_id, expected):
 
 
 def describe(conn, uuids=None, project_id=None):
-    """[(Group, {member_uuid: Held})] in one statement."""
-    root = _p.alias('root')
-    query = (sa.select(*_COLUMNS, _m.c.consumer_uuid, _c.c.consumer_type,
-                       root.c.id.label('root_id'),
-                       root.c.uuid.label('root_uuid'),
-                       _a.c.resource_class_id)
-             .select_from(_g)
-             .outerjoin(_m, _m.c.group_id == _g.c.id)
-             .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
-             .outerjoin(_a, _a.c.consumer_id == _c.c.id)
-             .outerjoin(_p, _p.c.id == _a.c.provider_id)
-             .outerjoin(root, root.c.id == _p.c.root_provider_id)
-             .order_by(_g.c.name, _g.c.uuid, _m.c.consumer_uuid))
+    """[(Group, {member_uuid: Held})]: the groups, then their members'
+    allocations (two statements; run them in one snapshot)."""
+    query = sa.select(*_COLUMNS).order_by(_g.c.name, _g.c.uuid)
     if uuids is not None:
         if not uuids:
             return []
         query = query.where(_g.c.uuid.in_(sorted(set(uuids))))
     if project_id is not None:
         query = query.where(_g.c.project_id == project_id)
-    found = collections.OrderedDict()
-    width = len(Group._fields)
-    for row in conn.execute(query):
-        members = found.setdefault(Group(*row[:width]), {})
-        if row.consumer_uuid is not None:
-            member = members.setdefault(row.consumer_uuid, Held(
-                row.consumer_type, {}, set()))
-            if row.root_uuid is not None:
-                member.roots[row.root_id] = row.root_uuid
-                member.class_ids.add(row.resource_class_id)
-    return list(found.items())
+    groups = [Group(*row) for row in conn.execute(query)]
+    members = _held(conn, [g.id for g in groups])
+    return [(g, members.get(g.id, {})) for g in groups]
+
+
+def _held(conn, group_ids):
+    """{group id: {member uuid: Held}}."""
+    found = collections.defaultdict(dict)
+    if not group_ids:
+        return found
+    root = _p.alias('root')
+    query = (sa.select(_m.c.group_id, _m.c.consumer_uuid, _c.c.consumer_type,
+                       root.c.id, root.c.uuid, _a.c.resource_class_id)
+             .select_from(_m)
+             .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
+             .outerjoin(_a, _a.c.consumer_id == _c.c.id)
+             .outerjoin(_p, _p.c.id == _a.c.provider_id)
+             .outerjoin(root, root.c.id == _p.c.root_provider_id)
+             .where(_m.c.group_id.in_(sorted(group_ids)))
+             .order_by(_m.c.group_id, _m.c.consumer_uuid))
+    for group_id, uuid, kind, root_id, root_uuid, class_id in \
+            conn.execute(query):
+        member = found[group_id].setdefault(uuid, Held(kind, {}, set()))
+        if root_uuid is not None:
+            member.roots[root_id] = root_uuid
+            member.class_ids.add(class_id)
+    return found
 
 
 def placement_of(conn, consumer_uuid):

@@ -21,6 +21,8 @@ _p = schema.providers
 _i = schema.inventories
 
 Level = collections.namedtuple('Level', ['id', 'name', 'generation'])
+# Past this many roots, their labels are read by a join, not one by one.
+MANY_ROOTS = 200
 
 
 def levels(conn, names=None):
@@ -125,47 +127,75 @@ def ambiguous(conn, level_ids, root_ids=None):
 
 def labels_of_roots(conn, names, root_ids):
     """{level name: {root id: label}} for the roots that have a domain
-    there."""
+    there. For a few roots, each root's label at each level is a scalar
+    subquery looked up from the root (joined plainly, PostgreSQL scanned
+    every membership: 3.8 ms for a hundred roots, against 0.4); for many
+    the join reads every membership once (a thousand lookups: 11 ms)."""
     found = {name: {} for name in names}
     if not names or not root_ids:
         return found
-    query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
-             .select_from(_l)
-             .join(_d, _d.c.level_id == _l.c.id)
-             .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
-             .where(_l.c.name.in_(sorted(set(names))),
-                    _pa.c.provider_id.in_(sorted(set(root_ids)))))
-    for name, root_id, label in conn.execute(query):
-        found[name][root_id] = label
+    names = sorted(set(names))
+    if len(root_ids) > MANY_ROOTS:
+        query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
+                 .select_from(_l)
+                 .join(_d, _d.c.level_id == _l.c.id)
+                 .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
+                 .where(_l.c.name.in_(names),
+                        _pa.c.provider_id.in_(sorted(set(root_ids)))))
+        for name, root_id, label in conn.execute(query):
+            found[name][root_id] = label
+        return found
+    columns = [
+        sa.select(_d.c.label).select_from(_pa)
+        .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
+        .join(_l, _l.c.id == _d.c.level_id)
+        .where(_pa.c.provider_id == _p.c.id, _l.c.name == name)
+        .limit(1).scalar_subquery() for name in names]
+    query = sa.select(_p.c.id, *columns).where(
+        _p.c.id.in_(sorted(set(root_ids))))
+    for row in conn.execute(query):
+        for name, label in zip(names, row[1:]):
+            if label is not None:
+                found[name][row[0]] = label
     return found
 
 
-def eligible_labels(conn, name, class_ids):
+def eligible_labels(conn, name, class_ids, excluding=(), limit=None):
     """The labels of level ``name`` whose domain holds a root whose tree
-    offers every class of ``class_ids`` (inventory of it, used or not).
-    Each label stops at its first such root."""
-    outer = _d.alias('outer_domain')
+    offers every class of ``class_ids`` (inventory of it, used or not),
+    but for those ``excluding``; at most ``limit`` of them. Each label
+    stops at its first such root, and each root at its first provider
+    offering a class: every step is a scalar subquery with LIMIT 1, run
+    per row, so no backend plans a scan of the cloud for it."""
+    domain = (sa.select(_d.c.level_id, _d.c.label).distinct()
+              .select_from(_d).join(_l, _l.c.id == _d.c.level_id)
+              .where(_l.c.name == name))
+    if excluding:
+        domain = domain.where(_d.c.label.notin_(sorted(excluding)))
+    domain = domain.subquery('domain')
     inner = _d.alias('inner_domain')
     member = _pa.alias('member')
-    offers = _offering(member.c.provider_id, class_ids)
-    held = sa.exists(
-        sa.select(sa.literal(1)).select_from(inner)
-        .join(member, member.c.aggregate_uuid == inner.c.aggregate_uuid)
-        .where(inner.c.level_id == outer.c.level_id,
-               inner.c.label == outer.c.label, *offers))
-    query = (sa.select(outer.c.label).distinct()
-             .select_from(outer).join(_l, _l.c.id == outer.c.level_id)
-             .where(_l.c.name == name, held))
+    first_root = (sa.select(member.c.provider_id).select_from(inner)
+                  .join(member,
+                        member.c.aggregate_uuid == inner.c.aggregate_uuid)
+                  .where(inner.c.level_id == domain.c.level_id,
+                         inner.c.label == domain.c.label,
+                         *_offering(member.c.provider_id, class_ids))
+                  .limit(1).scalar_subquery())
+    query = sa.select(domain.c.label).where(first_root.isnot(None))
+    if limit is not None:
+        query = query.limit(limit)
     return {label for label, in conn.execute(query)}
 
 
 def _offering(root, class_ids):
     """Conditions: the tree of ``root`` (an id column) offers every
-    class."""
-    return [sa.exists(sa.select(sa.literal(1)).select_from(_p)
-                      .join(_i, _i.c.provider_id == _p.c.id)
-                      .where(_p.c.root_provider_id == root,
-                             _i.c.resource_class_id == class_id))
+    class, each a scalar subquery that stops at the first provider."""
+    return [sa.select(sa.literal(1)).select_from(_p)
+            .join(_i, _i.c.provider_id == _p.c.id)
+            .where(_p.c.root_provider_id == root,
+                   _i.c.resource_class_id == class_id)
+            .limit(1).scalar_subquery().isnot(None)
             for class_id in sorted(class_ids)]
 
 

@@ -9,6 +9,7 @@ and the audit of the books.
 """
 
 import collections
+import weakref
 
 from allocworker import codes
 from allocworker.db import topology as db_topology
@@ -35,11 +36,41 @@ class Domains(object):
     """Domain labels and eligible domains, read once per transaction (or
     snapshot) and kept for its later judgements."""
 
+    # The Domains of each open transaction (``of``): a claim weighing
+    # its candidates and the try that writes one read the same.
+    _open = weakref.WeakKeyDictionary()
+
     def __init__(self, conn):
         self.conn = conn
         self._labels = collections.defaultdict(dict)
         self._read = collections.defaultdict(set)
         self._eligible = {}
+        self._empty = {}
+
+    @classmethod
+    def of(cls, conn):
+        """The Domains of ``conn``'s current transaction."""
+        transaction = conn.get_transaction()
+        if transaction is None:
+            return cls(conn)
+        found = cls._open.get(transaction)
+        if found is None or found.conn is not conn:
+            found = cls._open[transaction] = cls(conn)
+        return found
+
+    def prefetch(self, levels, root_ids):
+        """Read the labels of ``root_ids`` at every one of ``levels`` in
+        one statement."""
+        wanted = {level: set(root_ids) - self._read[level]
+                  for level in levels if level != group_rules.ROOT}
+        wanted = {level: ids for level, ids in wanted.items() if ids}
+        if not wanted:
+            return
+        every = set().union(*wanted.values())
+        found = db_topology.labels_of_roots(self.conn, list(wanted), every)
+        for level, ids in wanted.items():
+            self._labels[level].update(found[level])
+            self._read[level].update(ids)
 
     def labels(self, level, root_ids):
         """{root id: label} at ``level``, covering ``root_ids``."""
@@ -71,6 +102,22 @@ class Domains(object):
                                           within=held_roots)
         return count, held
 
+    def reach(self, level, class_ids, held_before, held_after):
+        """``eligible`` as a spread judgement needs it: when an eligible
+        domain holds no member after the write, (more than are held, no
+        labels), which makes the minimum 0, read by one statement that
+        stops at the first two such domains; else ``eligible``."""
+        if level == group_rules.ROOT:
+            return self.eligible(level, class_ids, held_after)
+        key = (level, frozenset(class_ids), frozenset(held_before))
+        if key not in self._empty:
+            self._empty[key] = db_topology.eligible_labels(
+                self.conn, level, class_ids, excluding=held_before,
+                limit=2)
+        if set(self._empty[key]) - set(held_after):
+            return len(held_after) + 1, set()
+        return self.eligible(level, class_ids, held_after)
+
     def shown_label(self, level, label):
         """A label as callers see it (a root's uuid at level root)."""
         if level != group_rules.ROOT:
@@ -86,34 +133,49 @@ class Judge(object):
     def __init__(self, group, rules, members, domains):
         self.group, self.rules = group, rules
         self.members, self.domains = members, domains
+        self._bases = {}
+
+    def forget(self):
+        """The members changed (``members`` is shared and was written
+        to): count them again."""
+        self._bases.clear()
 
     def verdicts(self, movers):
         """[Verdict] of every rule each mover breaks."""
         before = {m: p for m, p in self.members.items() if p.roots}
-        after = dict(before)
+        after = {}
         for uuid, (consumer_type, roots, _classes) in movers.items():
             if roots:
                 after[uuid] = group_rules.Member(consumer_type, set(roots))
-            else:
-                after.pop(uuid, None)
-        roots = {r for p in after.values() for r in p.roots}
+        new_roots = {r for p in after.values() for r in p.roots}
+        after.update((m, p) for m, p in before.items() if m not in movers)
         found = []
         for index, rule in enumerate(self.rules):
-            labels = self.domains.labels(rule.scope, roots)
-            eligible = self._eligible_for(rule, movers, after, labels)
-            for breach in group_rules.breaches(rule, before, after,
-                                               set(movers), labels,
-                                               eligible):
+            base = self._base(index, rule, before)
+            # The roots of the members placed now were read by _base.
+            labels = self.domains.labels(rule.scope, new_roots)
+            eligible = None
+            if rule.policy == group_rules.SPREAD:
+                eligible = self._eligible(rule, movers, set(base))
+            for breach in group_rules.breaches(
+                    rule, before, after, set(movers), labels, eligible,
+                    base):
                 found.append(Verdict(index, rule, breach))
         return found
 
-    def _eligible_for(self, rule, movers, after, labels):
-        if rule.policy != group_rules.SPREAD:
-            return None
-        held = {r for p in after.values() for r in p.roots}
+    def _base(self, index, rule, before):
+        """The members placed now, counted per domain by rule ``index``."""
+        if index not in self._bases:
+            roots = {r for p in before.values() for r in p.roots}
+            labels = self.domains.labels(rule.scope, roots)
+            self._bases[index] = group_rules.counts(
+                group_rules.counted(rule, before), labels)
+        return self._bases[index]
 
-        def eligible(mover):
-            return self.domains.eligible(rule.scope, movers[mover][2], held)
+    def _eligible(self, rule, movers, held_before):
+        def eligible(mover, per_domain):
+            return self.domains.reach(rule.scope, movers[mover][2],
+                                      held_before, set(per_domain))
         return eligible
 
     def refusals(self, movers):

@@ -28,14 +28,19 @@ class Judgement(object):
     """The groups one allocation transaction touches, locked, and the
     verdict on each request."""
 
-    def __init__(self, conn, requests, group_ids=None):
+    def __init__(self, conn, requests, group_ids=None, locked=None):
         """``group_ids``: {consumer uuid: {group id}} of the requests'
-        consumers, read already in this transaction (None: read here)."""
+        consumers, read already in this transaction (None: read here);
+        ``locked``: ({id: Group}, {id: members}) of groups locked and
+        read already in it (a claim's), used where they cover them."""
         self.conn = conn
         joins = {r.consumer_uuid: r.group_uuid for r in requests
                  if r.group_uuid}
         self.faults = {}
-        join_ids = db_groups.ids_by_uuid(conn, set(joins.values()))
+        known = {g.uuid: gid for gid, g in (locked or ({}, {}))[0].items()}
+        join_ids = {u: known[u] for u in set(joins.values()) if u in known}
+        if len(join_ids) < len(set(joins.values())):
+            join_ids = db_groups.ids_by_uuid(conn, set(joins.values()))
         for r in requests:
             if r.group_uuid and r.group_uuid not in join_ids:
                 self.faults[r.index] = not_found(r.group_uuid,
@@ -44,18 +49,22 @@ class Judgement(object):
             db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
-        # All touched groups locked in one pass, in id order.
-        self.groups = db_groups.lock(conn, ids)
+        if locked and ids <= set(locked[0]):
+            self.groups = {gid: locked[0][gid] for gid in ids}
+            self.members = {gid: dict(locked[1][gid]) for gid in ids}
+        else:
+            # All touched groups locked in one pass, in id order.
+            self.groups = db_groups.lock(conn, ids)
+            self.members = db_groups.member_roots(conn, ids)
         self.joined = {uuid: self.groups[gid]
                        for uuid, gid in join_ids.items() if gid in self.groups}
-        self.members = db_groups.member_roots(conn, ids)
         self.enrolled = {gid: set(self.members[gid]) for gid in ids}
         self.group_ids_of = {
             r.consumer_uuid: set(membership.get(r.consumer_uuid, ())) |
             ({self.joined[r.group_uuid].id}
              if r.group_uuid in self.joined else set())
             for r in requests}
-        self.domains = group_judge.Domains(conn)
+        self.domains = group_judge.Domains.of(conn)
         self.judges = {
             gid: group_judge.Judge(group, rules_of(group),
                                    self.members[gid], self.domains)
@@ -94,6 +103,7 @@ class Judgement(object):
         for group_id in self.group_ids_of[request.consumer_uuid]:
             self.members[group_id][request.consumer_uuid] = \
                 db_groups.Placed(kind, set(roots))
+            self.judges[group_id].forget()
 
     def joins(self, requests):
         """[(group_id, consumer_uuid)] memberships to add on commit."""

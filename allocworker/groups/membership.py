@@ -113,7 +113,7 @@ def _check_levels(conn, rules):
 
 
 def _read_one(uuid, with_rules=True):
-    with db.reader() as conn:
+    with db.snapshot() as conn:
         (group, members), = db_groups.describe(conn, [uuid])
     rules = judgement.rules_of(group) if with_rules else None
     return group_item(group, members, rules)
@@ -245,6 +245,7 @@ def _write_members(context, group_uuid, uuids, adding):
                 continue
             if not adding:
                 del members[uuid]
+                judge.forget()
                 changed.append(uuid)
                 outcome[uuid] = []
                 continue
@@ -254,6 +255,7 @@ def _write_members(context, group_uuid, uuids, adding):
                 outcome[uuid] = refused[uuid]
                 continue
             members[uuid] = db_groups.Placed(mover[0], mover[1])
+            judge.forget()
             changed.append(uuid)
             outcome[uuid] = warned.get(uuid, [])
         if changed:

@@ -75,7 +75,10 @@ def rule_state(domains, index, rule, members):
         state['skew'] = group_rules.skew(rule, per_domain, reach)
     else:
         shown = per_domain
-    state['counts'] = {_label(rule, d, held): n
+    uuids = {root: uuid for h in held.values()
+             for root, uuid in h.roots.items()} \
+        if rule.scope == group_rules.ROOT else {}
+    state['counts'] = {uuids.get(d, d): n
                        for d, n in sorted(shown.items(), key=str)}
     state['satisfied'] = not unplaced and group_rules.satisfied(
         rule, per_domain, reach)
@@ -94,16 +97,6 @@ def _reach(domains, rule, held, root_ids):
             else len(labels | set(some))
         labels |= set(some)
     return count, labels
-
-
-def _label(rule, domain, held):
-    """A domain as get_groups shows it: a root's uuid at scope root."""
-    if rule.scope != group_rules.ROOT:
-        return domain
-    for h in held.values():
-        if domain in h.roots:
-            return h.roots[domain]
-    return domain
 
 
 def broken_rules():

@@ -200,35 +200,52 @@ def counts(members, labels):
     return found
 
 
-def breaches(rule, before, after, movers, labels, eligible=None):
+def breaches(rule, before, after, movers, labels, eligible=None,
+             base=None):
     """[Breach] of the ``movers`` that ``rule`` refuses (or, soft, warns
     of). ``labels``: {root: domain label} at the rule's scope;
     ``eligible(mover)``: a spread rule's eligible domains for that mover
     (those whose roots' trees offer every class it holds), as (how many
     there are, a set of them holding at least every one that holds
-    members)."""
-    before, after = counted(rule, before), counted(rule, after)
-    per_domain = counts(after, labels)
-    span_before = set(counts(before, labels))
+    members); ``base``: ``counts`` of ``before`` under the rule, when the
+    caller keeps it (only the movers differ between before and after)."""
+    if base is None:
+        base = counts(counted(rule, before), labels)
+    was = {m: before.get(m) if _counts(rule, before.get(m)) else None
+           for m in movers}
+    now = {m: after.get(m) if _counts(rule, after.get(m)) else None
+           for m in movers}
+    per_domain = collections.Counter(base)
+    for mover in movers:
+        per_domain.subtract(domains(was[mover], labels))
+        per_domain.update(domains(now[mover], labels))
+    per_domain = +per_domain
     found = []
-    for mover in sorted(m for m in movers if m in after):
-        new_roots = after[mover].roots - (before[mover].roots
-                                          if mover in before else set())
+    for mover in sorted(m for m in movers if now[m] is not None):
+        new_roots = now[mover].roots - (was[mover].roots if was[mover]
+                                        else set())
         if any(r not in labels for r in new_roots):
             found.append(Breach(mover, None))
             continue
-        added = sorted(domains(after[mover], labels) -
-                       domains(before.get(mover), labels))
+        added = sorted(domains(now[mover], labels) -
+                       domains(was[mover], labels))
         if rule.policy == SPREAD:
-            reach = eligible(mover) if eligible else (
+            reach = eligible(mover, per_domain) if eligible else (
                 len(per_domain), set(per_domain))
             limit = floor(rule, per_domain, reach) + rule.max_skew
             domain = next((d for d in added if per_domain[d] > limit), None)
         else:
-            domain = _too_far(rule, added, per_domain, span_before)
+            domain = _too_far(rule, added, per_domain, base)
         if domain is not None:
             found.append(Breach(mover, domain))
     return found
+
+
+def _counts(rule, member):
+    """Whether ``rule`` counts ``member`` (None: no member)."""
+    return member is not None and (
+        not rule.consumer_types or member.consumer_type in
+        rule.consumer_types)
 
 
 def _too_far(rule, added, per_domain, span_before):

@@ -19,19 +19,24 @@ Blocking = collections.namedtuple('Blocking', ['judge', 'verdict'])
 
 def keeping_policies(conn, request, candidates, ids, known, new_type):
     """(tiers of candidates to try in turn, the first rule that ruled a
-    candidate out as a Blocking, or None). The candidates that keep every
+    candidate out as a Blocking or None, the groups locked as
+    ``writes.Prelocked.groups`` or None). The candidates that keep every
     rule come first, those crowding the domains of spread rules least
     before the others; those that bend only soft rules last.
     ``ids``: {provider uuid: id}; ``known``: the claim's transaction's
     ``writes.Prelocked``."""
     judges = _judges(conn, request, known.group_ids)
     if not judges:
-        return [candidates], None
+        return [candidates], None, None
     kind = _consumer_type(request, known, new_type)
     root_of = db_providers.roots_of(conn, set(ids.values()))
     class_ids = db_classes.ids_by_name(
         conn, {n for c in candidates for r in c['allocations'].values()
                for n in r})
+    placed = {r for j in judges for p in j.members.values() for r in p.roots}
+    judges[0].domains.prefetch(
+        {r.scope for j in judges for r in j.rules},
+        placed | {root_of[i] for i in ids.values()})
     spreads = _spread_counts(judges)
     kept, bending, blocking = collections.defaultdict(list), [], None
     for candidate in candidates:
@@ -49,7 +54,18 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
             bending.append(candidate)
         else:
             kept[_crowding(spreads, roots)].append(candidate)
-    return [kept[k] for k in sorted(kept)] + [bending], blocking
+    locked = ({j.group.id: j.group for j in judges},
+              {j.group.id: j.members for j in judges})
+    return [kept[k] for k in sorted(kept)] + [bending], blocking, locked
+
+
+def missing_group(conn, request):
+    """The claim's Fault when the group it joins does not exist."""
+    if request.group_uuid and not db_groups.ids_by_uuid(
+            conn, [request.group_uuid]):
+        return judgement.not_found(request.group_uuid,
+                                   codes.GROUP_NOT_IN_BODY)
+    return None
 
 
 def _judges(conn, request, group_ids):
@@ -63,7 +79,7 @@ def _judges(conn, request, group_ids):
         return []
     locked = db_groups.lock(conn, ids)
     members = db_groups.member_roots(conn, ids)
-    domains = group_judge.Domains(conn)
+    domains = group_judge.Domains.of(conn)
     return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
                               domains)
             for gid, g in sorted(locked.items())]

@@ -36,8 +36,9 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     # emptier than it is: a resize would never stay.
     fresh_only = (fresh and claim.strategy == choosing.SPREAD and
                   request.consumer_uuid not in known.consumers)
-    tiers, blocking = claim_groups.keeping_policies(
+    tiers, blocking, locked = claim_groups.keeping_policies(
         conn, request, candidates, ids, known, NEW_TYPE)
+    known = known._replace(groups=locked)
     # A soft rule never refuses, but is kept whenever a candidate can.
     ordered = [c for tier in tiers for c in choosing.ordered(
         tier, claim.strategy, request.consumer_uuid)]

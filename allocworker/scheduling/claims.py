@@ -121,6 +121,7 @@ def _place_all(conn, context, claims, known, searches, staging):
     results, changes, faults = {}, [], {}
     for c in claims:
         held = staging.enabled and _is_new(c, known) and \
+            not c.request.group_uuid and \
             not (known.group_ids or {}).get(c.request.consumer_uuid)
         if not held:
             staging.flush(conn)
@@ -152,13 +153,19 @@ def _independent(context, claims):
     """([answer | Fault] in input order, payloads) of a call that is not
     atomic: its claims share a transaction with those of concurrent
     calls of this process (``group_commit``) and one search where they
-    ask the same (``reuse``); a call alone gives each claim a
-    transaction of its own."""
+    ask the same (``reuse``); a call alone, or one that joins a group,
+    gives each claim a transaction of its own (a shared transaction
+    would hold its group's lock for every call in it, and make writers
+    into different groups wait for each other)."""
     valid = [c for c in claims if isinstance(c, Claim)]
     results, changes = {}, []
     if valid:
         call = _Call(context, valid)
-        results, changes = _shared.submit(call, len(valid), call.keys())
+        if any(c.request.group_uuid for c in valid):
+            results, changes = _claim_alone(call)
+        else:
+            results, changes = _shared.submit(call, len(valid),
+                                              call.keys())
     return [results.get(i, c) for i, c in enumerate(claims)], changes
 
 
@@ -316,6 +323,9 @@ def _search(conn, context, claim, known):
     windows of candidates), each window searched as if the consumer's
     allocations were released."""
     if _is_new(claim, known):
+        missing = claim_groups.missing_group(conn, claim.request)
+        if missing is not None:
+            return missing, None
         return None, _windows(conn, context, claim, None)
     savepoint = conn.begin_nested()
     held = known._replace(providers={})
@@ -336,11 +346,11 @@ def _search(conn, context, claim, known):
 
 def _is_new(claim, known):
     """A new consumer, as its item says, with nothing to release or
-    replay and no group to find: nothing for a release to judge."""
+    replay: nothing for a release to judge (a group it joins is only
+    looked up, ``claim_groups.missing_group``)."""
     request = claim.request
     return request.consumer_uuid not in known.consumers and not any((
-        request.generation is not None, request.idempotency_key,
-        request.group_uuid))
+        request.generation is not None, request.idempotency_key))
 
 
 def _not_excluded(claim, candidates):

@@ -21,7 +21,7 @@ def rule(**fields):
 def judge(the_rule, before, mover, roots, kind='INSTANCE', reach=None):
     after = dict(before)
     after[mover] = member(*roots, kind=kind)
-    eligible = (lambda m: reach) if reach else None
+    eligible = (lambda m, per_domain: reach) if reach else None
     return rules.breaches(the_rule, before, after, {mover}, RACK_OF,
                           eligible)
 
