@@ -13,6 +13,19 @@ driver (the default sends nothing). Event types and payloads:
 
     {"name", "consumer_uuid", "tag", "event_status", "received_at",
      "held": bool}
+
+``allocworker.group.changed`` (one per committed change of a group's
+rules or members, or its creation or deletion; a member's allocations
+moving are ``allocation.changed``)::
+
+    {"uuid", "generation" (null when deleted), "change": "created" |
+     "rules" | "members" | "deleted", "rules": [rule], "members": n}
+
+``allocworker.topology.changed`` (a level's domains set, or the level
+deleted)::
+
+    {"name", "generation" (null when deleted), "domains": {aggregate
+     uuid: label}}
 """
 
 import socket
@@ -28,6 +41,8 @@ LOG = logging.getLogger(__name__)
 
 ALLOCATION_CHANGED = 'allocworker.allocation.changed'
 EVENT_RECEIVED = 'allocworker.event.received'
+GROUP_CHANGED = 'allocworker.group.changed'
+TOPOLOGY_CHANGED = 'allocworker.topology.changed'
 
 _lock = threading.Lock()
 _notifier = None
@@ -49,6 +64,12 @@ def reset():
     """Forget this process's notifier (after fork, or in tests)."""
     global _notifier
     _notifier = None
+
+
+def enabled():
+    """Whether notifications are sent at all (a caller may skip reading
+    what it would only send)."""
+    return bool(CONF.oslo_messaging_notifications.driver)
 
 
 def emit(context, event_type, payloads):

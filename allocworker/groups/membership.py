@@ -11,6 +11,7 @@ from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import rules as group_rules
 from allocworker import items
+from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
@@ -66,7 +67,23 @@ def _create(context, uuid, name, policy_name, max_per_root, project_id,
                  % project_id, project_id)
     retry.write(_insert, uuid, name, project_id, policy_name, max_per_root,
                 stored, rules)
-    return _read_one(uuid, with_rules=raw_rules is not None)
+    item = _read_one(uuid, with_rules=raw_rules is not None)
+    _notify(context, 'created', item, rules)
+    return item
+
+
+def _notify(context, change, item, rules=None):
+    """``group.changed`` for a group as ``item`` shows it (None:
+    deleted, ``item`` then its uuid)."""
+    if item is None:
+        return
+    shown = item.get('rules')
+    if shown is None:
+        shown = [group_rules.shown(r) for r in rules or ()]
+    payload = {'uuid': item['uuid'], 'generation': item.get('generation'),
+               'change': change, 'members': len(item.get('members', ())),
+               'rules': shown}
+    notifications.emit(context, notifications.GROUP_CHANGED, [payload])
 
 
 def _policy_rule(policy_name, max_per_root):
@@ -131,7 +148,9 @@ def _update(context, uuid, generation, raw_rules, force):
     validation.boolean(force, 'force')
     rules = group_rules.parse(raw_rules)
     retry.write(_replace_rules, context, uuid, generation, rules, force)
-    return _read_one(uuid)
+    item = _read_one(uuid)
+    _notify(context, 'rules', item, rules)
+    return item
 
 
 def _replace_rules(context, uuid, generation, rules, force):
@@ -178,6 +197,7 @@ def delete_group(context, uuid):
 def _delete(context, uuid):
     uuid = validation.uuid(uuid, 'uuid')
     retry.write(_remove_group, context, uuid)
+    _notify(context, 'deleted', {'uuid': uuid, 'generation': None})
     return {'uuid': uuid, 'status': 200}
 
 
@@ -207,8 +227,11 @@ def _change_members(context, group_uuid, consumer_uuids, adding):
     validation.uuid_list(consumer_uuids, 'consumer_uuids',
                          CONF.worker.max_batch_items)
     parsed = items.each_uuid(consumer_uuids, 'consumer_uuids')
-    outcome = retry.write(_write_members, context, group_uuid,
-                          items.valid(parsed), adding)
+    outcome, changed = retry.write(_write_members, context, group_uuid,
+                                   items.valid(parsed), adding)
+    if changed and notifications.enabled():
+        item = _read_one(group_uuid)
+        _notify(context, 'members', item)
     answers = []
     for raw, uuid in zip(consumer_uuids, parsed):
         if isinstance(uuid, codes.Fault):
@@ -226,7 +249,8 @@ def _change_members(context, group_uuid, consumer_uuids, adding):
 
 
 def _write_members(context, group_uuid, uuids, adding):
-    """{consumer_uuid: [warnings] | Fault}; a missing group fails whole."""
+    """({consumer_uuid: [warnings] | Fault}, whether any member changed);
+    a missing group fails whole."""
     call = 'add_members' if adding else 'remove_members'
     with db.writer() as conn:
         group = db_groups.lock_by_uuid(conn, [group_uuid]).get(group_uuid)
@@ -234,7 +258,7 @@ def _write_members(context, group_uuid, uuids, adding):
             raise _not_found(group_uuid)
         if not policy.allowed(context, call, group.project_id):
             fault = policy.denied(context, call, 'group %s' % group_uuid)
-            return {uuid: fault for uuid in uuids}
+            return {uuid: fault for uuid in uuids}, False
         members = db_groups.member_roots(conn, [group.id])[group.id]
         judge = group_judge.Judge(group, judgement.rules_of(group), members,
                                   group_judge.Domains(conn))
@@ -264,4 +288,4 @@ def _write_members(context, group_uuid, uuids, adding):
             if not db_groups.bump_generation(conn, group.id,
                                              group.generation):
                 raise db.ConcurrentUpdate(group_uuid)
-        return outcome
+        return outcome, bool(changed)

@@ -7,6 +7,7 @@ from oslo_db import exception as db_exc
 
 from allocworker import codes
 from allocworker import items
+from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
@@ -46,7 +47,11 @@ def _set(context, name, domains):
             label, 'domains.%s' % aggregate)
     policy.check(context, 'set_topology_level', 'topology level %s' % name)
     retry.write(_replace, name, parsed)
-    return _read(name)
+    item = _read(name)
+    notifications.emit(context, notifications.TOPOLOGY_CHANGED, [{
+        'name': name, 'generation': item['generation'],
+        'domains': item['domains']}])
+    return item
 
 
 def _replace(name, domains):
@@ -118,6 +123,8 @@ def _delete(context, name):
     policy.check(context, 'delete_topology_level',
                  'topology level %s' % name)
     retry.write(_remove, name)
+    notifications.emit(context, notifications.TOPOLOGY_CHANGED, [{
+        'name': name, 'generation': None, 'domains': {}}])
     return {'name': name, 'status': 200}
 
 
