@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from tests.functional import services
 from tests.functional.domains import Racks, claim, group_of
 from tests.functional.helpers import allocate, assert_fault, one, provider
 
@@ -199,3 +200,27 @@ def test_the_1_0_forms_keep_their_answers(rpc):
         'enforcement': 'hard', 'consumer_types': None}]
     assert shown['domains'] == [{'rule': 0, 'counts': {},
                                  'satisfied': True}]
+
+
+def test_the_audit_reports_a_rule_the_books_break(rpc, scratch):
+    racks = Racks(rpc, racks=2, per_rack=1)
+    group_uuid = group_of(rpc, [{'policy': 'anti-affinity',
+                                 'scope': racks.rack_level}])
+    for host in racks.hosts:
+        assert allocate(rpc, str(uuid.uuid4()), {host: {'VCPU': 1}},
+                        group_uuid=group_uuid)['status'] == 200
+    clean = services.manage('%s/sync.conf' % scratch, 'audit', check=False)
+    assert group_uuid not in clean.stdout
+    # An operator moves the second host into the first rack.
+    host = next(h for h, r in racks.hosts.items() if r == 1)
+    generation = one(rpc.get_providers(uuids=[host]))['generation']
+    assert one(rpc.set_provider_aggregates(
+        provider_uuid=host, provider_generation=generation,
+        aggregates=[racks.rack_aggregates[0]]))['status'] == 200
+    state = one(rpc.get_groups(uuids=[group_uuid]))['domains'][0]
+    assert state == {'rule': 0, 'counts': {'rack-0': 2},
+                     'satisfied': False}
+    audit = services.manage('%s/sync.conf' % scratch, 'audit', check=False)
+    assert audit.returncode != 0
+    assert 'hard group rule broken' in audit.stdout + audit.stderr
+    assert group_uuid in audit.stdout + audit.stderr
