@@ -222,6 +222,26 @@ def root_uuids(conn, root_ids):
         _p.c.id.in_(sorted(set(root_ids))))).all())
 
 
+def roots_in(conn, name, labels, limit):
+    """The ids of the roots in the domains ``labels`` of level ``name``,
+    or None when there are more than ``limit``."""
+    if not labels:
+        return frozenset()
+    query = (_root_memberships_of(name)
+             .where(_d.c.label.in_(sorted(labels))).limit(limit + 1))
+    found = frozenset(root for root, in conn.execute(query))
+    return None if len(found) > limit else found
+
+
+def _root_memberships_of(name):
+    return (sa.select(_pa.c.provider_id).select_from(_d)
+            .join(_l, _l.c.id == _d.c.level_id)
+            .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
+            .join(_p, sa.and_(_p.c.id == _pa.c.provider_id,
+                              _p.c.root_provider_id == _p.c.id))
+            .where(_l.c.name == name))
+
+
 def all_labels(conn, names):
     """{level name: {label}} of every domain a level maps to."""
     found = {name: set() for name in names}

@@ -15,6 +15,10 @@ from allocworker import codes
 from allocworker.db import topology as db_topology
 from allocworker.groups import rules as group_rules
 
+# The most roots a claim's rules narrow its search to; past it, the
+# claim walks its windows and the judge drops what the rules refuse.
+FEW_ROOTS = 2000
+
 # A rule's verdict on one mover: the rule's index and rule, the breach.
 Verdict = collections.namedtuple('Verdict', ['index', 'rule', 'breach'])
 
@@ -46,6 +50,7 @@ class Domains(object):
         self._read = collections.defaultdict(set)
         self._eligible = {}
         self._empty = {}
+        self._every = {}
 
     @classmethod
     def of(cls, conn):
@@ -117,6 +122,18 @@ class Domains(object):
         if set(self._empty[key]) - set(held_after):
             return len(held_after) + 1, set()
         return self.eligible(level, class_ids, held_after)
+
+    def all_labels(self, level):
+        """Every label of ``level``."""
+        if level not in self._every:
+            self._every[level] = db_topology.all_labels(
+                self.conn, [level])[level]
+        return self._every[level]
+
+    def roots_of_labels(self, level, labels):
+        """The ids of the roots in ``labels``' domains of ``level``, or
+        None when they are more than a claim lists (FEW_ROOTS)."""
+        return db_topology.roots_in(self.conn, level, labels, FEW_ROOTS)
 
     def shown_label(self, level, label):
         """A label as callers see it (a root's uuid at level root)."""

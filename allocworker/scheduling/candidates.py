@@ -102,11 +102,13 @@ def find(request, limit=None, randomize=False, conn=None, nested=True):
     return _find(conn, request, limit, randomize, nested)
 
 
-def windowed(conn, request, strategy, size):
+def windowed(conn, request, strategy, size, roots=None):
     """``Found`` for each window of roots in ``strategy``'s order
     (``windows.py``), lazily, read in ``conn``: what a claim weighs
-    before it widens to the next window."""
-    prepared = _prepare(conn, request, nested=True, distinct=True)
+    before it widens to the next window; only ``roots`` (ids) when it
+    is not None."""
+    prepared = _prepare(conn, request, nested=True, distinct=True,
+                        roots=roots)
     if prepared is None:
         return
     amounts = windows.anchoring_amounts(request, prepared.class_ids,
@@ -132,14 +134,15 @@ _Prepared = collections.namedtuple('_Prepared', [
     'root_forbidden', 'filtered', 'scope'])
 
 
-def _prepare(conn, request, nested, distinct=False):
-    """How to search for ``request``; None when nothing can meet it."""
+def _prepare(conn, request, nested, distinct=False, roots=None):
+    """How to search for ``request`` (within ``roots`` unless None);
+    None when nothing can meet it."""
     trait_ids = _trait_ids(conn, request)
     class_ids = _class_ids(conn, request)
     sharing = db_traits.standard_id(conn, SHARING_TRAIT)
     # A class no sharing provider offers is searched in the trees only.
     shared = db_rooms.shared_class_ids(conn, sharing, set(class_ids.values()))
-    plans, allowed = [], None
+    plans, allowed = [], roots
     for group in request.groups:
         plan = _plan(conn, group, class_ids, trait_ids)
         if plan is None:

@@ -25,7 +25,7 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
     before the others; those that bend only soft rules last.
     ``ids``: {provider uuid: id}; ``known``: the claim's transaction's
     ``writes.Prelocked``."""
-    judges = _judges(conn, request, known.group_ids)
+    judges = _judges_of(conn, request, known)
     if not judges:
         return [candidates], None, None
     kind = _consumer_type(request, known, new_type)
@@ -54,9 +54,91 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
             bending.append(candidate)
         else:
             kept[_crowding(spreads, roots)].append(candidate)
-    locked = ({j.group.id: j.group for j in judges},
-              {j.group.id: j.members for j in judges})
-    return [kept[k] for k in sorted(kept)] + [bending], blocking, locked
+    return [kept[k] for k in sorted(kept)] + [bending], blocking, \
+        _locked(judges)
+
+
+def _locked(judges):
+    """``writes.Prelocked.groups`` of the groups ``judges`` judge."""
+    return ({j.group.id: j.group for j in judges},
+            {j.group.id: j.members for j in judges})
+
+
+def _judges_of(conn, request, known):
+    """The Judges of the claim's groups: built from ``known.groups``
+    when the claim locked them already, else locked and read now."""
+    if known.groups is None:
+        return _judges(conn, request, known.group_ids)
+    groups, members = known.groups
+    domains = group_judge.Domains.of(conn)
+    return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
+                              domains)
+            for gid, g in sorted(groups.items())]
+
+
+def prepared(conn, claim, known, new_type):
+    """(``known`` with the claim's groups locked and read, the ids of the
+    roots its groups' hard rules leave a new consumer when they can be
+    listed (a few domains of a level), or None). The list is the exact
+    set the judge would allow: ``_allowed``."""
+    request = claim.request
+    judges = _judges(conn, request, known.group_ids)
+    if not judges:
+        return known, None
+    known = known._replace(groups=_locked(judges))
+    if request.consumer_uuid in (known.consumers or {}):
+        return known, None   # a resize: what it holds counts
+    kind = _consumer_type(request, known, new_type)
+    class_ids = set(db_classes.ids_by_name(conn, {
+        n for g in claim.wanted.groups for n in g.resources}).values())
+    roots = None
+    for judge in judges:
+        for rule in judge.rules:
+            labels = _allowed(judge, rule, kind, class_ids)
+            if labels is None:
+                continue
+            found = judge.domains.roots_of_labels(rule.scope, labels)
+            if found is not None:
+                roots = found if roots is None else roots & found
+    # None left: the whole search finds the candidates the rules refuse.
+    return known, roots or None
+
+
+def _allowed(judge, rule, kind, class_ids):
+    """The labels of ``rule``'s level where it lets a new member of type
+    ``kind`` holding ``class_ids`` go, or None when it says nothing a
+    list of domains can (soft, not counting the type, scope root, or
+    most domains allowed)."""
+    if rule.enforcement != group_rules.HARD or rule.scope == \
+            group_rules.ROOT or (rule.consumer_types and
+                                 kind not in rule.consumer_types):
+        return None
+    placed = group_rules.counted(rule, {
+        m: p for m, p in judge.members.items() if p.roots})
+    labels = judge.domains.labels(
+        rule.scope, {r for p in placed.values() for r in p.roots})
+    per_domain = group_rules.counts(placed, labels)
+    every = judge.domains.all_labels(rule.scope)
+    if rule.policy == group_rules.ANTI_AFFINITY:
+        allowed = {d for d in every
+                   if per_domain.get(d, 0) < rule.max_per_domain}
+    elif rule.policy == group_rules.AFFINITY:
+        if len(per_domain) < rule.max_domains:
+            return None
+        allowed = set(per_domain)
+    else:
+        held = set(per_domain)
+        reach = judge.domains.eligible(rule.scope, class_ids, held) \
+            if rule.min_domains else \
+            judge.domains.reach(rule.scope, class_ids, held, held)
+        # A new member in d makes it per_domain[d] + 1; the minimum
+        # after can only be higher where d was the one least held, and
+        # then d is allowed anyway (max_skew >= 1).
+        limit = group_rules.floor(rule, per_domain, reach) + rule.max_skew
+        allowed = {d for d in every if per_domain.get(d, 0) + 1 <= limit}
+    # Most domains allowed: the windows meet one at once, and listing
+    # their roots would cost more than it saves.
+    return None if 2 * len(allowed) > len(every) else allowed
 
 
 def missing_group(conn, request):

@@ -218,13 +218,29 @@ def _place(conn, context, claim, known, searches, staging):
     of the call asking the same placed from (``reuse``), then of one
     window of roots at a time, the next only when nothing in this one
     fitted, then the candidates passed over for last. ``staging``: where
-    the write is held back, or None to write it now."""
+    the write is held back, or None to write it now. A claim into
+    groups searches first the roots their hard rules leave it, when
+    they are few (``claim_groups.prepared``), and the whole scope only
+    if nothing fits there, so that it says why."""
     # Only a new consumer's search is kept for the claims after it.
     searches = searches if _is_new(claim, known) else None
+    known, roots = claim_groups.prepared(conn, claim, known,
+                                         claim_tries.NEW_TYPE)
     outcome = _from_kept(conn, context, claim, known, searches, staging)
     if outcome is not None:
         return outcome
-    answered, windows = _search(conn, context, claim, known)
+    outcome = _walk(conn, context, claim, known, searches, staging, roots)
+    if roots is not None and isinstance(outcome, codes.Fault) and \
+            outcome.code in (codes.CAPACITY_EXCEEDED,
+                             codes.GROUP_POLICY_VIOLATION):
+        outcome = _walk(conn, context, claim, known, searches, staging)
+    return outcome
+
+
+def _walk(conn, context, claim, known, searches, staging, roots=None):
+    """``_place``'s search and tries within ``roots`` (None: the whole
+    scope of the request)."""
+    answered, windows = _search(conn, context, claim, known, roots)
     if isinstance(answered, codes.Fault):
         return answered
     if answered is not None:
@@ -317,16 +333,16 @@ def _through_last(conn, context, claim, known, staging, tally):
     return None
 
 
-def _search(conn, context, claim, known):
+def _search(conn, context, claim, known, roots=None):
     """(Fault, None) when allocate's rules refuse the consumer, (answer,
     None) for a repeat of an answered idempotency key, else (None, the
-    windows of candidates), each window searched as if the consumer's
-    allocations were released."""
+    windows of candidates, within ``roots`` unless None), each window
+    searched as if the consumer's allocations were released."""
     if _is_new(claim, known):
         missing = claim_groups.missing_group(conn, claim.request)
         if missing is not None:
             return missing, None
-        return None, _windows(conn, context, claim, None)
+        return None, _windows(conn, context, claim, None, roots)
     savepoint = conn.begin_nested()
     held = known._replace(providers={})
     try:
@@ -341,7 +357,7 @@ def _search(conn, context, claim, known):
         # Replayed: claims remember where they placed (``claim_tries``),
         # and a refusal stays one (``refusals``).
         return answer, None
-    return None, _windows(conn, context, claim, held)
+    return None, _windows(conn, context, claim, held, roots)
 
 
 def _is_new(claim, known):
@@ -358,13 +374,14 @@ def _not_excluded(claim, candidates):
             if c['root_uuid'] not in claim.exclude_roots]
 
 
-def _windows(conn, context, claim, release):
-    """The candidates of each window in turn, each read with the
-    consumer's own allocations released (a resize may land where it is)
-    in a savepoint rolled back before any is tried (``release``, the
-    rows the release holds locked already, ``writes.Prelocked``; None
-    for a new consumer); a Fault for an unknown class or trait."""
-    source = lookup.windows(conn, claim.wanted, claim.strategy)
+def _windows(conn, context, claim, release, roots=None):
+    """The candidates of each window in turn (within ``roots`` unless
+    None), each read with the consumer's own allocations released (a
+    resize may land where it is) in a savepoint rolled back before any
+    is tried (``release``, the rows the release holds locked already,
+    ``writes.Prelocked``; None for a new consumer); a Fault for an
+    unknown class or trait."""
+    source = lookup.windows(conn, claim.wanted, claim.strategy, roots)
     while True:
         savepoint = conn.begin_nested() if release else None
         try:

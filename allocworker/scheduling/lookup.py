@@ -48,16 +48,17 @@ def find(conn, wanted, limit=None):
     return _shaped(found, summaries)
 
 
-def windows(conn, wanted, strategy):
+def windows(conn, wanted, strategy, roots=None):
     """(candidates, {provider uuid: id}) of ``wanted``, the candidates as
     ``find``'s but summarizing only the capacity and usage of the
     providers they use, plus ``tree_free`` (the room left in the
     candidate's tree per class) and ``tree_used`` (the units used in it,
     every class together, to tell later whether anyone placed there
     since), a window of roots at a time in
-    ``strategy``'s order (``scheduling/windows.py``), lazily."""
+    ``strategy``'s order (``scheduling/windows.py``), lazily; only
+    ``roots`` (ids) when it is not None."""
     for found in scheduling_candidates.windowed(
-            conn, wanted, strategy, CONF.scheduling.window_size):
+            conn, wanted, strategy, CONF.scheduling.window_size, roots):
         shaped = _shaped(found)
         for candidate in shaped:
             candidate['tree_free'] = found.tree_free[candidate['root_uuid']]
