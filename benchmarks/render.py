@@ -99,6 +99,49 @@ def _nova_mix(result):
                 _source(result), _table(header, table), ratio))
 
 
+def _claims_domains(result):
+    """Issue 37's targets beside the figures of one run."""
+    by = {(row['row'], row.get('concurrency')): row
+          for row in result['rows']}
+    rows = []
+    one = by.get(('grouped', 1))
+    if one:
+        rows.append(['claim into a group [anti-affinity per root, spread '
+                     'per rack max_skew 1], c=1', 'p50 %s ms; plain claim '
+                     '%s ms' % (one['grouped']['p50_ms'],
+                                one['plain']['p50_ms']),
+                     '%s' % one['ratio']['p50_ms'], '<= 1.3',
+                     '%s + %s' % (one['grouped']['worker_cpu_ms'],
+                                  one['grouped']['db_cpu_ms'])])
+    sixteen = by.get(('grouped', 16))
+    if sixteen:
+        rows.append(['claims over 16 groups, c=16', '%s/s; allocates %s/s'
+                     % (sixteen['grouped']['per_s'],
+                        sixteen['allocate']['per_s']),
+                     '%s' % sixteen['ratio']['per_s'], '>= 0.5',
+                     '%s + %s' % (sixteen['grouped']['worker_cpu_ms'],
+                                  sixteen['grouped']['db_cpu_ms'])])
+    storm = by.get(('storm', 64))
+    if storm:
+        rows.append(['64 concurrent claims into one group', '%d placed, '
+                     '%d not 200, skew %s' % (storm['members'],
+                                              storm['non_200'],
+                                              storm['skew']),
+                     '%d rule(s) broken' % storm['broken'], '0 broken', ''])
+    groups = by.get(('get_groups', None))
+    if groups:
+        rows.append(['get_groups of a %d-member group' % groups['members'],
+                     'p50 %s ms, p99 %s ms' % (
+                         groups['p50_ms'], groups['p99_ms']),
+                     '%s ms' % groups['p50_ms'], '<= 50 ms', ''])
+    trees = result['rows'][0]['trees']
+    return ('### Failure-domain groups on %s trees (`claims_domains`)\n\n'
+            '100 racks and 10 zones; groups of at most 100 members. %s\n\n'
+            '%s' % ('{:,}'.format(trees), _source(result), _table(
+                ['row', 'figures', 'measured', 'target',
+                 'CPU ms per call (worker + db)'], rows)))
+
+
 def _generic(result):
     """A file no renderer knows yet: its rows' scalar fields."""
     rows = result['rows']
@@ -109,7 +152,8 @@ def _generic(result):
         _table(header, [[row.get(k, '') for k in header] for row in rows]))
 
 
-RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix}
+RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix,
+             'claims_domains': _claims_domains}
 
 
 def section():
