@@ -31,6 +31,7 @@ deleted)::
 import socket
 import threading
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
@@ -69,7 +70,16 @@ def reset():
 def enabled():
     """Whether notifications are sent at all (a caller may skip reading
     what it would only send)."""
-    return bool(CONF.oslo_messaging_notifications.driver)
+    try:
+        return bool(CONF.oslo_messaging_notifications.driver)
+    except cfg.NoSuchOptError:
+        # Registered by oslo.messaging when a notifier is first made.
+        try:
+            _get_notifier()
+        except Exception:
+            LOG.exception('could not set notifications up')
+            return False
+        return bool(CONF.oslo_messaging_notifications.driver)
 
 
 def emit(context, event_type, payloads):

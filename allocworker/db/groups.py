@@ -1,12 +1,14 @@
 """Queries on consumer groups and their members."""
 
 import collections
+import functools
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db import prepared
 from allocworker.db import schema
 
 _g = schema.consumer_groups
@@ -103,20 +105,28 @@ def member_roots(conn, group_ids):
     hold no roots."""
     if not group_ids:
         return {}
-    query = (sa.select(_m.c.group_id, _m.c.consumer_uuid,
-                       _c.c.consumer_type, _p.c.root_provider_id)
-             .select_from(_m)
-             .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
-             .outerjoin(_a, _a.c.consumer_id == _c.c.id)
-             .outerjoin(_p, _p.c.id == _a.c.provider_id)
-             .where(_m.c.group_id.in_(sorted(group_ids))))
     found = collections.defaultdict(dict)
-    for group_id, uuid, consumer_type, root_id in conn.execute(query):
+    rows = _member_roots(conn.dialect.name).execute(
+        conn, {'groups': sorted(group_ids)})
+    for group_id, uuid, consumer_type, root_id in rows:
         member = found[group_id].setdefault(uuid, Placed(consumer_type,
                                                          set()))
         if root_id is not None:
             member.roots.add(root_id)
     return found
+
+
+@functools.lru_cache(maxsize=4)
+def _member_roots(dialect):
+    return prepared.Core(
+        sa.select(_m.c.group_id, _m.c.consumer_uuid, _c.c.consumer_type,
+                  _p.c.root_provider_id)
+        .select_from(_m)
+        .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
+        .outerjoin(_a, _a.c.consumer_id == _c.c.id)
+        .outerjoin(_p, _p.c.id == _a.c.provider_id)
+        .where(prepared.in_list(_m.c.group_id, 'groups', sa.Integer,
+                                dialect)))
 
 
 def add_members(conn, group_id, consumer_uuids):

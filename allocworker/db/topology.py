@@ -7,11 +7,13 @@ root (not a child of it) is a member of; membership lives in
 """
 
 import collections
+import functools
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db import prepared
 from allocworker.db import schema
 
 _l = schema.topology_levels
@@ -131,10 +133,10 @@ def labels_of_roots(conn, names, root_ids):
     subquery looked up from the root (joined plainly, PostgreSQL scanned
     every membership: 3.8 ms for a hundred roots, against 0.4); for many
     the join reads every membership once (a thousand lookups: 11 ms)."""
+    names = sorted(set(names))
     found = {name: {} for name in names}
     if not names or not root_ids:
         return found
-    names = sorted(set(names))
     if len(root_ids) > MANY_ROOTS:
         query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
                  .select_from(_l)
@@ -145,19 +147,27 @@ def labels_of_roots(conn, names, root_ids):
         for name, root_id, label in conn.execute(query):
             found[name][root_id] = label
         return found
-    columns = [
-        sa.select(_d.c.label).select_from(_pa)
-        .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
-        .join(_l, _l.c.id == _d.c.level_id)
-        .where(_pa.c.provider_id == _p.c.id, _l.c.name == name)
-        .limit(1).scalar_subquery() for name in names]
-    query = sa.select(_p.c.id, *columns).where(
-        _p.c.id.in_(sorted(set(root_ids))))
-    for row in conn.execute(query):
+    statement = _labels_by_lookup(conn.dialect.name, tuple(names))
+    for row in statement.execute(conn, {'roots': sorted(set(root_ids))}):
         for name, label in zip(names, row[1:]):
             if label is not None:
                 found[name][row[0]] = label
     return found
+
+
+@functools.lru_cache(maxsize=16)
+def _labels_by_lookup(dialect, names):
+    """Each root's label at each level of ``names``, by lookups from the
+    roots bound as ``roots``."""
+    columns = [
+        sa.select(_d.c.label).select_from(_pa)
+        .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
+        .join(_l, _l.c.id == _d.c.level_id)
+        .where(_pa.c.provider_id == _p.c.id,
+               _l.c.name == sa.bindparam('name_%d' % n, name))
+        .limit(1).scalar_subquery() for n, name in enumerate(names)]
+    return prepared.Core(sa.select(_p.c.id, *columns).where(
+        prepared.in_list(_p.c.id, 'roots', sa.Integer, dialect)))
 
 
 def eligible_labels(conn, name, class_ids, excluding=(), limit=None):
@@ -167,25 +177,36 @@ def eligible_labels(conn, name, class_ids, excluding=(), limit=None):
     stops at its first such root, and each root at its first provider
     offering a class: every step is a scalar subquery with LIMIT 1, run
     per row, so no backend plans a scan of the cloud for it."""
+    class_ids = sorted(class_ids)
+    statement = _eligible(conn.dialect.name, len(class_ids))
+    params = {'level': name, 'excluding': sorted(excluding) or [''],
+              'count': limit if limit is not None else 1 << 30}
+    params.update(('class_%d' % n, c) for n, c in enumerate(class_ids))
+    return {label for label, in statement.execute(conn, params)}
+
+
+@functools.lru_cache(maxsize=16)
+def _eligible(dialect, classes):
     domain = (sa.select(_d.c.level_id, _d.c.label).distinct()
               .select_from(_d).join(_l, _l.c.id == _d.c.level_id)
-              .where(_l.c.name == name))
-    if excluding:
-        domain = domain.where(_d.c.label.notin_(sorted(excluding)))
-    domain = domain.subquery('domain')
+              .where(_l.c.name == sa.bindparam('level', type_=sa.String),
+                     sa.not_(prepared.in_list(_d.c.label, 'excluding',
+                                              sa.String, dialect)))
+              .subquery('domain'))
     inner = _d.alias('inner_domain')
     member = _pa.alias('member')
+    offers = _offering(member.c.provider_id, [
+        sa.bindparam('class_%d' % n, type_=sa.Integer)
+        for n in range(classes)])
     first_root = (sa.select(member.c.provider_id).select_from(inner)
                   .join(member,
                         member.c.aggregate_uuid == inner.c.aggregate_uuid)
                   .where(inner.c.level_id == domain.c.level_id,
-                         inner.c.label == domain.c.label,
-                         *_offering(member.c.provider_id, class_ids))
+                         inner.c.label == domain.c.label, *offers)
                   .limit(1).scalar_subquery())
-    query = sa.select(domain.c.label).where(first_root.isnot(None))
-    if limit is not None:
-        query = query.limit(limit)
-    return {label for label, in conn.execute(query)}
+    return prepared.Core(
+        sa.select(domain.c.label).where(first_root.isnot(None))
+        .limit(sa.bindparam('count', type_=sa.Integer)))
 
 
 def _offering(root, class_ids):
@@ -196,7 +217,7 @@ def _offering(root, class_ids):
             .where(_p.c.root_provider_id == root,
                    _i.c.resource_class_id == class_id)
             .limit(1).scalar_subquery().isnot(None)
-            for class_id in sorted(class_ids)]
+            for class_id in class_ids]
 
 
 def offering_roots(conn, class_ids, within=None):
@@ -204,7 +225,7 @@ def offering_roots(conn, class_ids, within=None):
     ``within`` (root ids), the set of those among them that do."""
     r = _p.alias('offering_root')
     query = sa.select(r.c.id).where(r.c.id == r.c.root_provider_id,
-                                    *_offering(r.c.id, class_ids))
+                                    *_offering(r.c.id, sorted(class_ids)))
     if within is None:
         return conn.execute(sa.select(sa.func.count()).select_from(
             query.subquery())).scalar()

@@ -108,7 +108,7 @@ def _allowed(judge, rule, kind, class_ids):
     """The labels of ``rule``'s level where it lets a new member of type
     ``kind`` holding ``class_ids`` go, or None when it says nothing a
     list of domains can (soft, not counting the type, scope root, or
-    most domains allowed)."""
+    a tenth of the domains or more allowed)."""
     if rule.enforcement != group_rules.HARD or rule.scope == \
             group_rules.ROOT or (rule.consumer_types and
                                  kind not in rule.consumer_types):
@@ -136,9 +136,9 @@ def _allowed(judge, rule, kind, class_ids):
         # then d is allowed anyway (max_skew >= 1).
         limit = group_rules.floor(rule, per_domain, reach) + rule.max_skew
         allowed = {d for d in every if per_domain.get(d, 0) + 1 <= limit}
-    # Most domains allowed: the windows meet one at once, and listing
-    # their roots would cost more than it saves.
-    return None if 2 * len(allowed) > len(every) else allowed
+    # A tenth of the domains or more allowed: a window or two meets
+    # one, and listing their roots would cost more than it saves.
+    return None if 10 * len(allowed) > len(every) else allowed
 
 
 def missing_group(conn, request):

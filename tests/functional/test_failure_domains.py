@@ -224,3 +224,28 @@ def test_the_audit_reports_a_rule_the_books_break(rpc, scratch):
     assert audit.returncode != 0
     assert 'hard group rule broken' in audit.stdout + audit.stderr
     assert group_uuid in audit.stdout + audit.stderr
+
+
+def test_a_claim_finds_the_one_rack_its_rules_leave(rpc):
+    # Ten racks: with nine holding a member, a spread claim may go to the
+    # tenth only, and searches its roots alone (a tenth of the domains).
+    racks = Racks(rpc, racks=10, per_rack=2)
+    group_uuid = group_of(rpc, [{'policy': 'spread',
+                                 'scope': racks.rack_level}])
+    by_rack = {}
+    for host, rack in racks.hosts.items():
+        by_rack.setdefault(rack, host)
+    for rack in range(9):
+        assert allocate(rpc, str(uuid.uuid4()), {by_rack[rack]: {'VCPU': 1}},
+                        group_uuid=group_uuid)['status'] == 200
+    placed = claim(rpc, str(uuid.uuid4()), racks.request(), group_uuid)
+    assert placed['status'] == 200, placed
+    assert racks.rack_of(placed['root_uuid']) == 'rack-9'
+    # Then a rule that leaves no rack: refused as the rule's doing.
+    full = group_of(rpc, [{'policy': 'anti-affinity',
+                           'scope': racks.rack_level}])
+    for rack in range(10):
+        assert allocate(rpc, str(uuid.uuid4()), {by_rack[rack]: {'VCPU': 1}},
+                        group_uuid=full)['status'] == 200
+    assert_fault(claim(rpc, str(uuid.uuid4()), racks.request(), full),
+                 409, 'group.policy_violation')
