@@ -41,7 +41,6 @@ sys.path.insert(0, ROOT)
 from benchmarks import candidates_cloud  # noqa: E402
 from benchmarks import claims  # noqa: E402
 from benchmarks import claims_filtered as filtered  # noqa: E402
-from benchmarks import cpu  # noqa: E402
 from benchmarks import load  # noqa: E402
 from benchmarks import results  # noqa: E402
 from tests.functional import services  # noqa: E402
@@ -192,16 +191,7 @@ def run(args):
 
 
 def _serve(args, cloud, url, scratch):
-    topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
-    config = services.write_config(
-        os.path.join(scratch, 'worker.conf'), url, topic,
-        workers=args.workers, extra='[database]\nmax_overflow = 10\n')
-    services.manage(config, 'db', 'sync')
-    cloud.load(url)
-    rpc = services.BareClient(topic, timeout=120)
-    worker = services.Worker(config).start(rpc)
-    meter = cpu.Meter([url.rsplit('/', 1)[1].split('?')[0]])
-    try:
+    with filtered.served(args, url, scratch, cloud.load) as (rpc, meter):
         cloud.levels(rpc)
         rows = measure_claims(rpc, meter, cloud, args)
         rows.append(storm(rpc, args))
@@ -209,9 +199,6 @@ def _serve(args, cloud, url, scratch):
         for row in rows:
             print(row, flush=True)
         return rows
-    finally:
-        worker.stop()
-        services.close_clients()
 
 
 def bad(rows):

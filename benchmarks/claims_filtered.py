@@ -30,6 +30,7 @@ row and must all be 0 (exit status 1 otherwise).
 
 import argparse
 import collections
+import contextlib
 import os
 import random
 import sys
@@ -310,22 +311,30 @@ def run(args):
 
 
 def _serve(args, cloud, url, scratch):
+    with served(args, url, scratch, cloud.load) as (rpc, meter):
+        check_cloud(rpc, cloud)
+        return measure(rpc, meter, cloud, args)
+
+
+@contextlib.contextmanager
+def served(args, url, scratch, load):
+    """``allocworker-worker`` (``args.workers`` processes) on the fresh
+    database ``url``, synced and filled by ``load(url)`` before it
+    starts (it sees the whole cloud at once): (a client, a CPU meter of
+    its processes and the database)."""
     topic = 'aw-bench-%s' % uuid.uuid4().hex[:8]
     config = services.write_config(
         os.path.join(scratch, 'worker.conf'), url, topic,
         workers=args.workers, extra='[database]\nmax_overflow = 10\n')
     services.manage(config, 'db', 'sync')
-    # Loaded before the worker starts: it sees the whole cloud at once.
     started = time.monotonic()
-    cloud.load(url)
+    load(url)
     print('# loaded %d roots in %.1f s'
           % (args.trees, time.monotonic() - started), file=sys.stderr)
     rpc = services.BareClient(topic, timeout=120)
     worker = services.Worker(config).start(rpc)
-    meter = cpu.Meter([url.rsplit('/', 1)[1].split('?')[0]])
     try:
-        check_cloud(rpc, cloud)
-        return measure(rpc, meter, cloud, args)
+        yield rpc, cpu.Meter([url.rsplit('/', 1)[1].split('?')[0]])
     finally:
         worker.stop()
         services.close_clients()

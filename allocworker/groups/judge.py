@@ -123,6 +123,18 @@ class Domains(object):
             return len(held_after) + 1, set()
         return self.eligible(level, class_ids, held_after)
 
+    def admitted_labels(self, level, class_ids, within):
+        """The labels of the roots of ``within`` whose trees offer every
+        class of ``class_ids``."""
+        key = (level, frozenset(class_ids), within)
+        if key not in self._eligible:
+            offering = db_topology.offering_roots(self.conn, class_ids,
+                                                  within=within)
+            labels = self.labels(level, offering)
+            self._eligible[key] = {labels[r] for r in offering
+                                   if r in labels}
+        return self._eligible[key]
+
     def all_labels(self, level):
         """Every label of ``level``."""
         if level not in self._every:
@@ -147,9 +159,13 @@ class Judge(object):
     (consumer type, {root id}, {class id})} placed as given (an empty
     set of roots: its allocations removed)."""
 
-    def __init__(self, group, rules, members, domains):
+    def __init__(self, group, rules, members, domains, within=None):
+        """``within``: the root ids a claim's request admits, when its
+        filters admit few (a spread rule's eligible domains are then
+        only theirs); None: every root."""
         self.group, self.rules = group, rules
         self.members, self.domains = members, domains
+        self.within = within
         self._bases = {}
 
     def forget(self):
@@ -191,9 +207,20 @@ class Judge(object):
 
     def _eligible(self, rule, movers, held_before):
         def eligible(mover, per_domain):
-            return self.domains.reach(rule.scope, movers[mover][2],
-                                      held_before, set(per_domain))
+            return self.reach(rule, movers[mover][2], held_before,
+                              set(per_domain))
         return eligible
+
+    def reach(self, rule, class_ids, held_before, held_after):
+        """A spread rule's eligible domains for a member holding
+        ``class_ids`` (``Domains.reach``), within the roots ``within``
+        admits when it is set."""
+        if self.within is None:
+            return self.domains.reach(rule.scope, class_ids, held_before,
+                                      held_after)
+        labels = self.domains.admitted_labels(rule.scope, class_ids,
+                                              self.within)
+        return len(labels), labels
 
     def refusals(self, movers):
         """({mover: Fault} for hard breaks, {mover: [warning]} for soft)."""

@@ -31,8 +31,9 @@ class Judgement(object):
     def __init__(self, conn, requests, group_ids=None, locked=None):
         """``group_ids``: {consumer uuid: {group id}} of the requests'
         consumers, read already in this transaction (None: read here);
-        ``locked``: ({id: Group}, {id: members}) of groups locked and
-        read already in it (a claim's), used where they cover them."""
+        ``locked``: ({id: Group}, {id: members}, the roots the claim's
+        request admits or None) of groups locked and read already in it
+        (a claim's), used where they cover them."""
         self.conn = conn
         joins = {r.consumer_uuid: r.group_uuid for r in requests
                  if r.group_uuid}
@@ -49,9 +50,11 @@ class Judgement(object):
             db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
+        within = None
         if locked and ids <= set(locked[0]):
             self.groups = {gid: locked[0][gid] for gid in ids}
             self.members = {gid: dict(locked[1][gid]) for gid in ids}
+            within = locked[2]
         else:
             # All touched groups locked in one pass, in id order.
             self.groups = db_groups.lock(conn, ids)
@@ -67,7 +70,7 @@ class Judgement(object):
         self.domains = group_judge.Domains.of(conn)
         self.judges = {
             gid: group_judge.Judge(group, rules_of(group),
-                                   self.members[gid], self.domains)
+                                   self.members[gid], self.domains, within)
             for gid, group in self.groups.items()}
 
     def judge(self, placements):

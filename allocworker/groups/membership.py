@@ -153,13 +153,19 @@ def _update(context, uuid, generation, raw_rules, force):
     return item
 
 
+def _locked(conn, context, uuid, call):
+    """The group, locked, once ``call``'s policy allows it; 404 when it
+    does not exist."""
+    group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
+    if group is None:
+        raise _not_found(uuid)
+    policy.check(context, call, 'group %s' % uuid, group.project_id)
+    return group
+
+
 def _replace_rules(context, uuid, generation, rules, force):
     with db.writer() as conn:
-        group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
-        if group is None:
-            raise _not_found(uuid)
-        policy.check(context, 'update_group', 'group %s' % uuid,
-                     group.project_id)
+        group = _locked(conn, context, uuid, 'update_group')
         if group.generation != generation:
             raise codes.Fault(
                 codes.GROUP_GENERATION_CONFLICT,
@@ -203,12 +209,7 @@ def _delete(context, uuid):
 
 def _remove_group(context, uuid):
     with db.writer() as conn:
-        group = db_groups.lock_by_uuid(conn, [uuid]).get(uuid)
-        if group is None:
-            raise _not_found(uuid)
-        policy.check(context, 'delete_group', 'group %s' % uuid,
-                     group.project_id)
-        db_groups.delete(conn, group)
+        db_groups.delete(conn, _locked(conn, context, uuid, 'delete_group'))
 
 
 # -- membership ------------------------------------------------------------

@@ -63,14 +63,25 @@ def _replace(name, domains):
             except db_exc.DBDuplicateEntry:
                 raise db.ConcurrentUpdate('topology level %s' % name)
         db_topology.replace_domains(conn, level, domains)
-        ambiguous = db_topology.ambiguous(conn, [level.id])
-        if ambiguous:
-            _level_id, root_uuid, labels = ambiguous[0]
-            raise codes.Fault(
-                codes.TOPOLOGY_AMBIGUOUS_DOMAIN,
-                'domains: root provider %s would be in %d domains of '
-                'topology level %s (%s); a root is in at most one'
-                % (root_uuid, len(labels), name, ', '.join(labels)))
+        refuse_ambiguous(conn, [level], where='domains: ')
+
+
+def refuse_ambiguous(conn, levels=None, root_ids=None, where=''):
+    """409 topology.ambiguous_domain when a root of ``root_ids`` (every
+    root when None) is in two domains of a level of ``levels`` (every
+    level when None), as the write in ``conn`` leaves them."""
+    if levels is None:
+        levels = db_topology.levels(conn)
+    names = {level.id: level.name for level in levels}
+    found = db_topology.ambiguous(conn, set(names), root_ids)
+    if found:
+        level_id, root_uuid, labels = found[0]
+        raise codes.Fault(
+            codes.TOPOLOGY_AMBIGUOUS_DOMAIN,
+            '%sroot provider %s would be in %d domains of topology level '
+            '%s (%s); a root is in at most one'
+            % (where, root_uuid, len(labels), names[level_id],
+               ', '.join(labels)))
 
 
 def _read(name):

@@ -4,14 +4,13 @@ MISC_SHARES_VIA_AGGREGATE trait shares its inventory with the providers of
 its aggregates (allocation candidates use that). Setting them is a write
 to the provider, under its generation."""
 
-from allocworker import codes
+from allocworker.groups import topology
 from allocworker import items
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import aggregates as db_aggregates
-from allocworker.db import topology as db_topology
 
 
 def get_provider_aggregates(context, uuid):
@@ -51,13 +50,4 @@ def _set(context, uuid, provider_generation, aggregates):
 
 def _replace(conn, provider_id, aggregates):
     db_aggregates.replace(conn, provider_id, aggregates)
-    levels = {level.id: level.name for level in db_topology.levels(conn)}
-    ambiguous = db_topology.ambiguous(conn, set(levels), [provider_id])
-    if ambiguous:
-        level_id, root_uuid, labels = ambiguous[0]
-        raise codes.Fault(
-            codes.TOPOLOGY_AMBIGUOUS_DOMAIN,
-            'root provider %s would be in %d domains of topology level '
-            '%s (%s); a root is in at most one'
-            % (root_uuid, len(labels), levels[level_id],
-               ', '.join(labels)))
+    topology.refuse_ambiguous(conn, root_ids=[provider_id])

@@ -129,6 +129,16 @@ def windowed(conn, request, strategy, size, roots=None):
         yield _weighed(conn, found, prepared.search.nodes)
 
 
+def admitted(conn, request):
+    """The ids of the roots ``request``'s filters admit when they admit
+    few (a zone, a rare trait, a named host), else None (every root, or
+    too many to list)."""
+    prepared = _prepare(conn, request, nested=True, distinct=True)
+    if prepared is None:
+        return frozenset()
+    return prepared.allowed
+
+
 _Prepared = collections.namedtuple('_Prepared', [
     'search', 'class_ids', 'shared_classes', 'allowed', 'root_required',
     'root_forbidden', 'filtered', 'scope'])

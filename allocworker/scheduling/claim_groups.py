@@ -12,6 +12,7 @@ from allocworker.db import resource_classes as db_classes
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import rules as group_rules
+from allocworker.scheduling import candidates
 
 # The hard rule that ruled out a candidate: its group and verdict.
 Blocking = collections.namedtuple('Blocking', ['judge', 'verdict'])
@@ -55,13 +56,13 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
         else:
             kept[_crowding(spreads, roots)].append(candidate)
     return [kept[k] for k in sorted(kept)] + [bending], blocking, \
-        _locked(judges)
+        _locked(judges, judges[0].within)
 
 
-def _locked(judges):
+def _locked(judges, within=None):
     """``writes.Prelocked.groups`` of the groups ``judges`` judge."""
     return ({j.group.id: j.group for j in judges},
-            {j.group.id: j.members for j in judges})
+            {j.group.id: j.members for j in judges}, within)
 
 
 def _judges_of(conn, request, known):
@@ -69,10 +70,10 @@ def _judges_of(conn, request, known):
     when the claim locked them already, else locked and read now."""
     if known.groups is None:
         return _judges(conn, request, known.group_ids)
-    groups, members = known.groups
+    groups, members, within = known.groups
     domains = group_judge.Domains.of(conn)
     return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
-                              domains)
+                              domains, within)
             for gid, g in sorted(groups.items())]
 
 
@@ -85,7 +86,12 @@ def prepared(conn, claim, known, new_type):
     judges = _judges(conn, request, known.group_ids)
     if not judges:
         return known, None
-    known = known._replace(groups=_locked(judges))
+    if any(r.policy == group_rules.SPREAD for j in judges for r in j.rules):
+        # A spread rule's eligible domains are those the request admits.
+        within = candidates.admitted(conn, claim.wanted)
+        for judge in judges:
+            judge.within = within
+    known = known._replace(groups=_locked(judges, judges[0].within))
     if request.consumer_uuid in (known.consumers or {}):
         return known, None   # a resize: what it holds counts
     kind = _consumer_type(request, known, new_type)
@@ -128,9 +134,7 @@ def _allowed(judge, rule, kind, class_ids):
         allowed = set(per_domain)
     else:
         held = set(per_domain)
-        reach = judge.domains.eligible(rule.scope, class_ids, held) \
-            if rule.min_domains else \
-            judge.domains.reach(rule.scope, class_ids, held, held)
+        reach = judge.reach(rule, class_ids, held, held)
         # A new member in d makes it per_domain[d] + 1; the minimum
         # after can only be higher where d was the one least held, and
         # then d is allowed anyway (max_skew >= 1).

@@ -249,3 +249,24 @@ def test_a_claim_finds_the_one_rack_its_rules_leave(rpc):
                         group_uuid=full)['status'] == 200
     assert_fault(claim(rpc, str(uuid.uuid4()), racks.request(), full),
                  409, 'group.policy_violation')
+
+
+def test_a_filtered_claim_spreads_over_the_domains_it_admits(rpc):
+    # Spread per rack, claims filtered to zone-a (racks 0 and 1): the
+    # empty racks of zone-b are not eligible, so they hold no minimum
+    # of 0 against zone-a's racks.
+    racks = Racks(rpc, racks=4, per_rack=2)
+    group_uuid = group_of(rpc, [{'policy': 'spread',
+                                 'scope': racks.rack_level}])
+    zone_a = {'groups': [{'resources': {'VCPU': 1},
+                          'member_of': [racks.zone_aggregates[0]]}]}
+    placed = [claim(rpc, str(uuid.uuid4()), zone_a, group_uuid)
+              for _ in range(4)]
+    assert [p['status'] for p in placed] == [200] * 4, placed
+    assert sorted(racks.rack_of(p['root_uuid']) for p in placed) == [
+        'rack-0', 'rack-0', 'rack-1', 'rack-1']
+    # An allocate is judged over every rack: zone-b's are empty.
+    host = next(h for h, r in racks.hosts.items() if r == 0)
+    assert_fault(allocate(rpc, str(uuid.uuid4()), {host: {'VCPU': 1}},
+                          group_uuid=group_uuid),
+                 409, 'group.policy_violation')
