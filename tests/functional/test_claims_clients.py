@@ -44,7 +44,41 @@ def test_rpcapi_claims_at_1_3_and_refuses_under_an_older_cap(rpc, topic):
     finally:
         cfg.CONF.clear_override('allocworker', 'upgrade_levels')
     assert rpcapi.VERSION_ALIASES['0.2'] == '1.3'
-    assert rpcapi.VERSION_ALIASES['0.3'] == rpcapi.VERSION == '1.4'
+    assert rpcapi.VERSION_ALIASES['0.3'] == '1.4'
+    assert rpcapi.VERSION_ALIASES['0.4'] == rpcapi.VERSION == '1.5'
+
+
+def test_rpcapi_speaks_1_5_and_refuses_it_under_an_older_cap(rpc, topic):
+    from oslo_config import cfg
+    cfg.CONF.set_override('topic', topic, 'worker')
+    api = rpcapi.AllocWorkerAPI(transport=rpc.transport)
+    name = 'rack-%s' % uuid.uuid4().hex[:6]
+    level = one(api.set_topology_level(rpc.context, name, {
+        str(uuid.uuid4()): 'r1'}))
+    assert level['status'] == 200 and level['generation'] == 2
+    group_uuid = str(uuid.uuid4())
+    group = one(api.create_group(rpc.context, group_uuid, 'g', rules=[
+        {'policy': 'spread', 'scope': name}]))
+    assert group['rules'][0]['scope'] == name, group
+    updated = one(api.update_group(rpc.context, group_uuid,
+                                   group['generation'],
+                                   [{'policy': 'anti-affinity'}]))
+    assert updated['policy'] == 'anti-affinity', updated
+    assert one(api.get_topology(rpc.context, [name]))['roots'] == {}
+    # 0.3 served RPC 1.4: a client capped there sends no 1.5 call, and
+    # its 1.0 group calls still work.
+    cfg.CONF.set_override('allocworker', '0.3', 'upgrade_levels')
+    try:
+        old = rpcapi.AllocWorkerAPI(transport=rpc.transport)
+        with pytest.raises(messaging.RPCVersionCapError):
+            old.delete_topology_level(rpc.context, name)
+        with pytest.raises(messaging.RPCVersionCapError):
+            old.create_group(rpc.context, str(uuid.uuid4()), 'g',
+                             rules=[{'policy': 'affinity'}])
+        assert one(old.create_group(rpc.context, str(uuid.uuid4()), 'g',
+                                    'affinity'))['status'] == 200
+    finally:
+        cfg.CONF.clear_override('allocworker', 'upgrade_levels')
 
 
 def test_claim_through_the_http_mirror(rpc, database, scratch):
