@@ -35,8 +35,8 @@ Origin = collections.namedtuple('Origin', ['context', 'new_type', 'index'])
 # What the caller locked or read in this transaction before the plan:
 # the requested consumers that exist {uuid: Consumer}, providers {id:
 # Locked} (a claim's candidate), memberships {uuid: {group id}} or None,
-# the groups a claim locked with their members ({id: Group}, {id:
-# {member uuid: Placed}}, the roots its request admits or None) or None.
+# the groups a claim locked with their members (``groups.judgement.
+# Locked``) or None.
 Prelocked = collections.namedtuple(
     'Prelocked', ['consumers', 'providers', 'group_ids', 'groups'],
     defaults=(None, None))

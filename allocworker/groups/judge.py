@@ -50,6 +50,7 @@ class Domains(object):
         self._read = collections.defaultdict(set)
         self._eligible = {}
         self._empty = {}
+        self._admitted = {}
         self._every = {}
 
     @classmethod
@@ -81,11 +82,7 @@ class Domains(object):
         """{root id: label} at ``level``, covering ``root_ids``."""
         if level == group_rules.ROOT:
             return EVERY_ROOT
-        missing = set(root_ids) - self._read[level]
-        if missing:
-            found = db_topology.labels_of_roots(self.conn, [level], missing)
-            self._labels[level].update(found[level])
-            self._read[level].update(missing)
+        self.prefetch([level], root_ids)
         return self._labels[level]
 
     def eligible(self, level, class_ids, held_roots):
@@ -127,13 +124,13 @@ class Domains(object):
         """The labels of the roots of ``within`` whose trees offer every
         class of ``class_ids``."""
         key = (level, frozenset(class_ids), within)
-        if key not in self._eligible:
+        if key not in self._admitted:
             offering = db_topology.offering_roots(self.conn, class_ids,
                                                   within=within)
             labels = self.labels(level, offering)
-            self._eligible[key] = {labels[r] for r in offering
+            self._admitted[key] = {labels[r] for r in offering
                                    if r in labels}
-        return self._eligible[key]
+        return self._admitted[key]
 
     def all_labels(self, level):
         """Every label of ``level``."""
@@ -173,9 +170,25 @@ class Judge(object):
         to): count them again."""
         self._bases.clear()
 
+    def placed(self):
+        """{member uuid: Placed} of the members holding allocations."""
+        return {m: p for m, p in self.members.items() if p.roots}
+
+    def per_domain(self, index):
+        """The members placed now, counted per domain by rule ``index``
+        (kept until ``forget``)."""
+        if index not in self._bases:
+            before = self.placed()
+            rule = self.rules[index]
+            labels = self.domains.labels(
+                rule.scope, {r for p in before.values() for r in p.roots})
+            self._bases[index] = group_rules.counts(
+                group_rules.counted(rule, before), labels)
+        return self._bases[index]
+
     def verdicts(self, movers):
         """[Verdict] of every rule each mover breaks."""
-        before = {m: p for m, p in self.members.items() if p.roots}
+        before = self.placed()
         after = {}
         for uuid, (consumer_type, roots, _classes) in movers.items():
             if roots:
@@ -184,8 +197,8 @@ class Judge(object):
         after.update((m, p) for m, p in before.items() if m not in movers)
         found = []
         for index, rule in enumerate(self.rules):
-            base = self._base(index, rule, before)
-            # The roots of the members placed now were read by _base.
+            base = self.per_domain(index)
+            # The roots of the members placed now were read by per_domain.
             labels = self.domains.labels(rule.scope, new_roots)
             eligible = None
             if rule.policy == group_rules.SPREAD:
@@ -195,15 +208,6 @@ class Judge(object):
                     base):
                 found.append(Verdict(index, rule, breach))
         return found
-
-    def _base(self, index, rule, before):
-        """The members placed now, counted per domain by rule ``index``."""
-        if index not in self._bases:
-            roots = {r for p in before.values() for r in p.roots}
-            labels = self.domains.labels(rule.scope, roots)
-            self._bases[index] = group_rules.counts(
-                group_rules.counted(rule, before), labels)
-        return self._bases[index]
 
     def _eligible(self, rule, movers, held_before):
         def eligible(mover, per_domain):

@@ -8,11 +8,19 @@ one after the other, on the state the first committed. Writers into
 different groups never wait for each other.
 """
 
+import collections
+
 from allocworker import codes
 from allocworker.db import api as db
 from allocworker.db import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import rules as group_rules
+
+
+# Groups a claim locked and read before its try (``writes.Prelocked.
+# groups``): {id: Group}, {id: {member uuid: Placed}}, and the roots its
+# request admits (None: every root).
+Locked = collections.namedtuple('Locked', ['groups', 'members', 'within'])
 
 
 def not_found(uuid, code=codes.GROUP_NOT_FOUND):
@@ -31,14 +39,14 @@ class Judgement(object):
     def __init__(self, conn, requests, group_ids=None, locked=None):
         """``group_ids``: {consumer uuid: {group id}} of the requests'
         consumers, read already in this transaction (None: read here);
-        ``locked``: ({id: Group}, {id: members}, the roots the claim's
-        request admits or None) of groups locked and read already in it
-        (a claim's), used where they cover them."""
+        ``locked``: a claim's ``Locked`` groups, used where they cover
+        the requests' groups."""
         self.conn = conn
         joins = {r.consumer_uuid: r.group_uuid for r in requests
                  if r.group_uuid}
         self.faults = {}
-        known = {g.uuid: gid for gid, g in (locked or ({}, {}))[0].items()}
+        known = {g.uuid: gid
+                 for gid, g in (locked.groups if locked else {}).items()}
         join_ids = {u: known[u] for u in set(joins.values()) if u in known}
         if len(join_ids) < len(set(joins.values())):
             join_ids = db_groups.ids_by_uuid(conn, set(joins.values()))
@@ -51,10 +59,10 @@ class Judgement(object):
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
         within = None
-        if locked and ids <= set(locked[0]):
-            self.groups = {gid: locked[0][gid] for gid in ids}
-            self.members = {gid: dict(locked[1][gid]) for gid in ids}
-            within = locked[2]
+        if locked and ids <= set(locked.groups):
+            self.groups = {gid: locked.groups[gid] for gid in ids}
+            self.members = {gid: dict(locked.members[gid]) for gid in ids}
+            within = locked.within
         else:
             # All touched groups locked in one pass, in id order.
             self.groups = db_groups.lock(conn, ids)

@@ -56,13 +56,14 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
         else:
             kept[_crowding(spreads, roots)].append(candidate)
     return [kept[k] for k in sorted(kept)] + [bending], blocking, \
-        _locked(judges, judges[0].within)
+        _locked(judges)
 
 
-def _locked(judges, within=None):
-    """``writes.Prelocked.groups`` of the groups ``judges`` judge."""
-    return ({j.group.id: j.group for j in judges},
-            {j.group.id: j.members for j in judges}, within)
+def _locked(judges):
+    """The ``judgement.Locked`` groups ``judges`` judge."""
+    return judgement.Locked({j.group.id: j.group for j in judges},
+                            {j.group.id: j.members for j in judges},
+                            judges[0].within)
 
 
 def _judges_of(conn, request, known):
@@ -70,11 +71,15 @@ def _judges_of(conn, request, known):
     when the claim locked them already, else locked and read now."""
     if known.groups is None:
         return _judges(conn, request, known.group_ids)
-    groups, members, within = known.groups
+    return _built(conn, known.groups)
+
+
+def _built(conn, locked):
+    """A Judge per group of ``locked`` (``judgement.Locked``)."""
     domains = group_judge.Domains.of(conn)
-    return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
-                              domains, within)
-            for gid, g in sorted(groups.items())]
+    return [group_judge.Judge(g, judgement.rules_of(g), locked.members[gid],
+                              domains, locked.within)
+            for gid, g in sorted(locked.groups.items())]
 
 
 def prepared(conn, claim, known, new_type):
@@ -91,7 +96,7 @@ def prepared(conn, claim, known, new_type):
         within = candidates.admitted(conn, claim.wanted)
         for judge in judges:
             judge.within = within
-    known = known._replace(groups=_locked(judges, judges[0].within))
+    known = known._replace(groups=_locked(judges))
     if request.consumer_uuid in (known.consumers or {}):
         return known, None   # a resize: what it holds counts
     kind = _consumer_type(request, known, new_type)
@@ -99,8 +104,8 @@ def prepared(conn, claim, known, new_type):
         n for g in claim.wanted.groups for n in g.resources}).values())
     roots = None
     for judge in judges:
-        for rule in judge.rules:
-            labels = _allowed(judge, rule, kind, class_ids)
+        for index, rule in enumerate(judge.rules):
+            labels = _allowed(judge, index, kind, class_ids)
             if labels is None:
                 continue
             found = judge.domains.roots_of_labels(rule.scope, labels)
@@ -110,20 +115,17 @@ def prepared(conn, claim, known, new_type):
     return known, roots or None
 
 
-def _allowed(judge, rule, kind, class_ids):
-    """The labels of ``rule``'s level where it lets a new member of type
-    ``kind`` holding ``class_ids`` go, or None when it says nothing a
-    list of domains can (soft, not counting the type, scope root, or
-    a tenth of the domains or more allowed)."""
+def _allowed(judge, index, kind, class_ids):
+    """The labels of rule ``index``'s level where it lets a new member
+    of type ``kind`` holding ``class_ids`` go, or None when it says
+    nothing a list of domains can (soft, not counting the type, scope
+    root, or a tenth of the domains or more allowed)."""
+    rule = judge.rules[index]
     if rule.enforcement != group_rules.HARD or rule.scope == \
             group_rules.ROOT or (rule.consumer_types and
                                  kind not in rule.consumer_types):
         return None
-    placed = group_rules.counted(rule, {
-        m: p for m, p in judge.members.items() if p.roots})
-    labels = judge.domains.labels(
-        rule.scope, {r for p in placed.values() for r in p.roots})
-    per_domain = group_rules.counts(placed, labels)
+    per_domain = judge.per_domain(index)
     every = judge.domains.all_labels(rule.scope)
     if rule.policy == group_rules.ANTI_AFFINITY:
         allowed = {d for d in every
@@ -145,10 +147,12 @@ def _allowed(judge, rule, kind, class_ids):
     return None if 10 * len(allowed) > len(every) else allowed
 
 
-def missing_group(conn, request):
-    """The claim's Fault when the group it joins does not exist."""
-    if request.group_uuid and not db_groups.ids_by_uuid(
-            conn, [request.group_uuid]):
+def missing_group(request, known):
+    """The claim's Fault when the group it joins does not exist: it is
+    not among the groups ``prepared`` locked."""
+    locked = known.groups.groups.values() if known.groups else ()
+    if request.group_uuid and request.group_uuid not in {
+            g.uuid for g in locked}:
         return judgement.not_found(request.group_uuid,
                                    codes.GROUP_NOT_IN_BODY)
     return None
@@ -163,12 +167,8 @@ def _judges(conn, request, group_ids):
                    .values())
     if not ids:
         return []
-    locked = db_groups.lock(conn, ids)
-    members = db_groups.member_roots(conn, ids)
-    domains = group_judge.Domains.of(conn)
-    return [group_judge.Judge(g, judgement.rules_of(g), members[gid],
-                              domains)
-            for gid, g in sorted(locked.items())]
+    return _built(conn, judgement.Locked(
+        db_groups.lock(conn, ids), db_groups.member_roots(conn, ids), None))
 
 
 def _consumer_type(request, known, new_type):
@@ -180,16 +180,9 @@ def _consumer_type(request, known, new_type):
 def _spread_counts(judges):
     """[(judge, rule, {domain: members})] of every spread rule, over the
     members placed now."""
-    found = []
-    for judge in judges:
-        placed = {m: p for m, p in judge.members.items() if p.roots}
-        roots = {r for p in placed.values() for r in p.roots}
-        for rule in judge.rules:
-            if rule.policy == group_rules.SPREAD:
-                labels = judge.domains.labels(rule.scope, roots)
-                found.append((judge, rule, group_rules.counts(
-                    group_rules.counted(rule, placed), labels)))
-    return found
+    return [(judge, rule, judge.per_domain(index))
+            for judge in judges for index, rule in enumerate(judge.rules)
+            if rule.policy == group_rules.SPREAD]
 
 
 def _crowding(spreads, roots):

@@ -339,7 +339,7 @@ def _search(conn, context, claim, known, roots=None):
     windows of candidates, within ``roots`` unless None), each window
     searched as if the consumer's allocations were released."""
     if _is_new(claim, known):
-        missing = claim_groups.missing_group(conn, claim.request)
+        missing = claim_groups.missing_group(claim.request, known)
         if missing is not None:
             return missing, None
         return None, _windows(conn, context, claim, None, roots)

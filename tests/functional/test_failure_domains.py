@@ -270,3 +270,11 @@ def test_a_filtered_claim_spreads_over_the_domains_it_admits(rpc):
     assert_fault(allocate(rpc, str(uuid.uuid4()), {host: {'VCPU': 1}},
                           group_uuid=group_uuid),
                  409, 'group.policy_violation')
+
+
+def test_a_claim_into_a_group_that_does_not_exist_writes_nothing(rpc, racks):
+    consumer = str(uuid.uuid4())
+    item = claim(rpc, consumer, racks.request(), str(uuid.uuid4()))
+    assert_fault(item, 400, 'group.not_found')
+    assert_fault(one(rpc.get_allocations(consumer_uuids=[consumer])), 404,
+                 'consumer.not_found')
