@@ -8,6 +8,7 @@ import pytest
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from tests.functional import keystone as keystone_service
+from tests.functional import placement_cloud
 from tests.functional import services
 
 
@@ -71,6 +72,16 @@ def rpc(request, database, scratch, topic, worker_count):
     client.worker = worker
     yield client
     assert worker.stop() == 0
+
+
+@pytest.fixture(scope='module')
+def shim(database, scratch):
+    """allocworker-api on the module's database, and a Placement API
+    client of it (``placement_cloud.Api``)."""
+    server, port = services.start_api(database, scratch)
+    yield placement_cloud.Api('http://127.0.0.1:%d' % port)
+    server.kill()
+    server.wait()
 
 
 @pytest.fixture(scope='module')

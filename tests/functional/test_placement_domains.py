@@ -16,11 +16,8 @@ import uuid
 import pytest
 
 from allocworker.groups import topology
-from tests.functional import placement_cloud
-from tests.functional import services
+from tests.functional.test_placement_error_texts import CONFLICT
 
-CONFLICT = ('There was a conflict when trying to complete your request.'
-            '\n\n %s  ')
 AMBIGUOUS = ('root provider %s would be in 2 domains of topology level %s '
              '(%s, %s); a root is in at most one')
 UNDEFINED = 'placement.undefined_code'
@@ -28,14 +25,6 @@ UNDEFINED = 'placement.undefined_code'
 
 def _new():
     return str(uuid.uuid4())
-
-
-@pytest.fixture(scope='module')
-def shim(database, scratch):
-    server, port = services.start_api(database, scratch)
-    yield placement_cloud.Api('http://127.0.0.1:%d' % port)
-    server.kill()
-    server.wait()
 
 
 class Levels(object):

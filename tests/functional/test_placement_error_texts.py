@@ -17,8 +17,6 @@ import uuid
 
 import pytest
 
-from tests.functional import placement_cloud
-from tests.functional import services
 
 BACKENDS = ('sqlite',)
 
@@ -27,14 +25,6 @@ BAD_REQUEST = ('The server could not comply with the request since it is '
 NOT_FOUND = 'The resource could not be found.\n\n %s  '
 CONFLICT = ('There was a conflict when trying to complete your request.'
             '\n\n %s  ')
-
-
-@pytest.fixture(scope='module')
-def shim(database, scratch):
-    server, port = services.start_api(database, scratch)
-    yield placement_cloud.Api('http://127.0.0.1:%d' % port)
-    server.kill()
-    server.wait()
 
 
 def _detail(answer):
