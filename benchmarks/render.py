@@ -99,6 +99,51 @@ def _nova_mix(result):
                 _source(result), _table(header, table), ratio))
 
 
+def _other_size(*sides):
+    shorts = [side['short_answers'] for side in sides]
+    return '; of another size %s' % ' / '.join(
+        str(n) for n in shorts) if any(shorts) else ''
+
+
+def _candidates_shapes(result):
+    """allocworker-api beside tuned Placement per request shape, with
+    the target each shape is judged by."""
+    header = ['shape', 'allocworker p50 / p99 ms', 'Placement p50 / p99 ms',
+              'allocworker / Placement p50', 'allocate p50 ms',
+              'target ms', 'met', 'CPU ms allocworker (server + db)',
+              'CPU ms Placement (server + db)', 'not 200',
+              'breaking the filter']
+    rows = []
+    for row in result['rows']:
+        aw, pl = row['allocworker'], row['placement']
+        rows.append([
+            '%s `%s`' % (row['row'], row['query']),
+            '%s / %s' % (aw['p50_ms'], aw['p99_ms']),
+            '%s / %s' % (pl['p50_ms'], pl['p99_ms']), row['ratio_p50'],
+            row['allocate']['p50_ms'], '%s (%s)' % (
+                row['target_ms'], row['target_by']),
+            'yes' if row['met'] else 'no',
+            '%s + %s' % (aw['server_cpu_ms'], aw['db_cpu_ms']),
+            '%s + %s' % (pl['server_cpu_ms'], pl['db_cpu_ms']),
+            '%d / %d' % (aw['non_200'], pl['non_200']),
+            '%d / %d%s' % (aw['broken_answers'], pl['broken_answers'],
+                           _other_size(aw, pl))])
+    first = result['rows'][0]
+    return ('### `GET /allocation_candidates` by request shape on %s trees '
+            '(`candidates_shapes`)\n\n'
+            'Microversion %s, `limit=1000`, one request at a time, '
+            'allocworker-api and Placement 16 in turns with single allocates '
+            'over RPC. Placement tuned: %s; allocworker-api under uWSGI '
+            'with the same processes and threads. Target: allocworker\'s '
+            'p50 <= 0.2x Placement\'s, or <= 2x an allocate\'s p50 where '
+            'that is larger. Not 200 and answers breaking the filter: '
+            'allocworker / Placement. %s\n\n%s' % (
+                '{:,}'.format(first['trees']), first['version'],
+                ', '.join('%s %s' % item
+                          for item in first['placement_tuning'].items()),
+                _source(result), _table(header, rows)))
+
+
 def _claims_domains(result):
     """Issue 37's targets beside the figures of one run."""
     by = {(row['row'], row.get('concurrency')): row
@@ -153,7 +198,8 @@ def _generic(result):
 
 
 RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix,
-             'claims_domains': _claims_domains}
+             'claims_domains': _claims_domains,
+             'candidates_shapes': _candidates_shapes}
 
 
 def section():

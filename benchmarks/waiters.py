@@ -8,20 +8,32 @@ writes beside them, and how soon events stored elsewhere wake them.
 Starts two ``allocworker-worker`` services (``--workers`` processes
 each, topics of their own) on the real RabbitMQ and one fresh database:
 ``parked``, whose process 0 will hold the waits, and ``none``, a peer
-that never holds any. Single-item ``allocate`` calls (one new consumer
-each, on one of 50 roomy hosts) are driven at ``--concurrency`` against
-each service in turn, 2 s at a time, until each had ``--seconds``, so
-both see the same moments of a shared machine. Prints, as JSON lines:
+that never holds any. Single-item ``allocate`` calls (on one of 50 roomy
+hosts) are driven at ``--concurrency`` against each service in turn, 2 s
+at a time, until each had ``--seconds``, so both see the same moments of
+a shared machine. Every allocate goes to process 0 of its service
+(oslo.messaging ``server=<topic>.0``, not the topic, which would hand
+half of them to process 1): in ``parked`` the process that holds the
+waits, in ``none`` its counterpart, one process against one. Once the
+waits are parked, ``parked``'s allocates write the awaited consumers
+(one each, new, until they run out; then new ones), so the writes whose
+consumers are awaited land in the process holding their waiters;
+``none``'s write new consumers. Each allocate row says, under
+``writes_to``, which process of which service took the writes and how
+many wrote an awaited consumer. Prints, as JSON lines:
 
 - ``allocate, nothing parked``: calls/s, p50, p99 and worker CPU per call
-  of each service, and their ratio (parked / none: how alike they are);
+  (every process of the service) of each service, and their ratio
+  (parked / none: how alike the two processes 0 are);
 - ``idle worker ms/s``: each service's CPU while nothing is asked of it;
 - ``park``: ``--waiters`` waits (one event of its own consumer each,
   timeout 240 s) parked in process 0 of ``parked``, how long parking
   took, that process's threads and resident memory before and after;
 - ``idle worker ms/s, N parked`` and ``allocate, N parked``: the same
   with them parked; the ratio is the target's (>= 0.9);
-- ``wake``: the events stored through process 1 of ``parked``, 50 a call
+- ``wake``: the events stored through process 1 of ``parked`` (the
+  one that holds no wait: the wake crosses processes, through the
+  database, as the target asks; ``stored_through`` says so), 50 a call
   at ``--wake-rate`` events/s: each waiter's latency from the return of
   the call that stored its event to its own answer (p50, p99, max).
 
@@ -102,17 +114,36 @@ def _rss_mib(pid):
 
 
 class Allocates(object):
-    """Single-item allocates on 50 roomy hosts, one new consumer each."""
+    """Single-item allocates on 50 roomy hosts, each a consumer not
+    written before, all to one worker process (``server``): the
+    consumers ``aim`` gave first, then new ones."""
 
-    def __init__(self, rpc, name, hosts, pids, args):
-        self.rpc, self.name, self.hosts = rpc, name, hosts
-        self.pids, self.args = pids, args
+    def __init__(self, rpc, server, name, hosts, pids, args):
+        self.rpc, self.server, self.name = rpc, server, name
+        self.hosts, self.pids, self.args = hosts, pids, args
         self.counter = iter(range(10 ** 9))
+        self.lock = threading.Lock()
+        self.aim([])
+
+    def aim(self, awaited):
+        """Write the consumers ``awaited`` before new ones."""
+        self.given = iter(list(awaited))
+        self.written = {'awaited': 0, 'new': 0}
+
+    def writes_to(self, holds):
+        """Where the writes since ``aim`` went, for a row."""
+        return dict({'server': self.server, 'process': int(
+            self.server.rsplit('.', 1)[1]), 'holds': holds},
+            **{'consumers_%s' % k: v for k, v in self.written.items()})
 
     def call(self):
         host = self.hosts[next(self.counter) % len(self.hosts)]
-        item = _one(self.rpc.allocate(items=[{
-            'consumer_uuid': str(uuid.uuid4()), 'consumer_generation': None,
+        with self.lock:
+            consumer = next(self.given, None)
+            self.written['awaited' if consumer else 'new'] += 1
+        item = _one(self.rpc.call('allocate', server=self.server, items=[{
+            'consumer_uuid': consumer or str(uuid.uuid4()),
+            'consumer_generation': None,
             'project_id': 'bench', 'user_id': 'bench',
             'allocations': {host: {self.name: 1}}}]))
         if item['status'] != 200:
@@ -233,41 +264,57 @@ def _idle(sets, seconds=5):
 def run(args, clients, workers):
     """``clients``/``workers``: {'parked': ..., 'none': ...}, two worker
     services on one database; waits are parked in process 0 of the
-    first. Allocates go to each in turn, so both see the same machine."""
+    first. Allocates go to each in turn, so both see the same machine,
+    and to process 0 of each (``server=``), so those of ``parked`` all
+    meet its waits."""
     name, hosts = _hosts(clients['parked'])
-    sets = {key: Allocates(clients[key], name, hosts,
-                           _worker_pids(workers[key]), args)
+    sets = {key: Allocates(clients[key], '%s.0' % clients[key].topic, name,
+                           hosts, _worker_pids(workers[key]), args)
             for key in clients}
     interleaved(sets, argparse.Namespace(
         seconds=2, concurrency=args.concurrency))  # warm-up
+    for allocates in sets.values():
+        allocates.aim([])
     before = interleaved(sets, args)
     yield dict({'row': 'allocate, nothing parked',
                 'concurrency': args.concurrency,
                 'ratio': round(before['parked']['calls_per_s'] /
-                               before['none']['calls_per_s'], 3)}, **before)
+                               before['none']['calls_per_s'], 3),
+                'writes_to': {key: sets[key].writes_to('no waits yet')
+                              for key in sets}}, **before)
     yield dict({'row': 'idle worker ms/s, nothing parked'}, **_idle(sets))
     rpc = clients['parked']
     pid = sets['parked'].pids[0]
-    waiters = Waiters(rpc, '%s.0' % rpc.topic, pid, args.waiters)
+    waiters = Waiters(rpc, sets['parked'].server, pid, args.waiters)
     threads, rss = _threads(pid), _rss_mib(pid)
     began = time.monotonic()
     waiters.park()
     yield {'row': 'park', 'waiters': args.waiters,
            'seconds': round(time.monotonic() - began, 1),
+           'parked_in': waiters.server,
            'answered_early': len(waiters.answered),
            'process_0_threads': [threads, _threads(pid)],
            'process_0_rss_mib': [rss, _rss_mib(pid)]}
     yield dict({'row': 'idle worker ms/s, %d parked' % args.waiters},
                **_idle(sets))
+    sets['parked'].aim(waiters.consumers)
+    sets['none'].aim([])
     parked = interleaved(sets, args)
     yield dict({'row': 'allocate, %d parked in "parked"' % args.waiters,
                 'concurrency': args.concurrency,
                 'ratio': round(parked['parked']['calls_per_s'] /
                                parked['none']['calls_per_s'], 3),
-                'answered_meanwhile': len(waiters.answered)}, **parked)
-    stored = waiters.wake(rpc, '%s.%d' % (rpc.topic, args.workers - 1),
-                          args.wake_rate)
-    yield dict(_wake_row(waiters, stored), wake_rate=args.wake_rate)
+                'answered_meanwhile': len(waiters.answered),
+                'writes_to': {
+                    'parked': sets['parked'].writes_to(
+                        'all %d waits' % args.waiters),
+                    'none': sets['none'].writes_to('no wait')}}, **parked)
+    through = '%s.%d' % (rpc.topic, args.workers - 1)
+    stored = waiters.wake(rpc, through, args.wake_rate)
+    yield dict(_wake_row(waiters, stored), wake_rate=args.wake_rate,
+               stored_through=dict(server=through, process=args.workers - 1,
+                                   holds='all %d waits' % args.waiters
+                                   if args.workers == 1 else 'no wait'))
 
 
 def main(argv=None):

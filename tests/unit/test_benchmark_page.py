@@ -16,3 +16,36 @@ def test_the_page_has_its_markers_once():
     with open(render.PAGE) as f:
         text = f.read()
     assert text.count(render.BEGIN) == 1 and text.count(render.END) == 1
+
+
+def _shapes_result():
+    def side(p50, broken=0, short=0):
+        return {'p50_ms': p50, 'p99_ms': p50 * 2, 'server_cpu_ms': 1.5,
+                'db_cpu_ms': 0.5, 'non_200': 0, 'broken_answers': broken,
+                'short_answers': short}
+    return {
+        'benchmark': 'candidates_shapes',
+        'commit': {'sha': 'abcdef0123456789', 'dirty': False},
+        'command': ['.venv/bin/python', '-m', 'benchmarks.candidates_shapes'],
+        'machine': {'cores': 2, 'loadavg': {'start': [1, 1, 1],
+                                            'end': [2, 2, 2]}},
+        'started': '2026-01-01T00:00:00+00:00',
+        'rows': [{
+            'row': 'member_of', 'query': 'resources=VCPU:1&limit=1000',
+            'trees': 10000, 'version': '1.39',
+            'allocworker': side(8.0), 'placement': side(100.0, 1, 2),
+            'allocate': side(5.0), 'ratio_p50': 0.08, 'target_ms': 20.0,
+            'target_by': '0.2x placement p50', 'met': True,
+            'placement_tuning': {'max_allocation_candidates': '1000',
+                                 'uwsgi processes': 2}}]}
+
+
+def test_candidates_shapes_renders_the_tuning_and_the_target():
+    text = render.RENDERERS['candidates_shapes'](_shapes_result())
+    assert 'on 10,000 trees' in text
+    assert 'Placement tuned: max_allocation_candidates 1000, uwsgi ' \
+        'processes 2' in text
+    assert ('| member_of `resources=VCPU:1&limit=1000` | 8.0 / 16.0 | '
+            '100.0 / 200.0 | 0.08 | 5.0 | 20.0 (0.2x placement p50) | yes '
+            '| 1.5 + 0.5 | 1.5 + 0.5 | 0 / 0 | 0 / 1; of another size '
+            '0 / 2 |') in text
