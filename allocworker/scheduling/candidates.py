@@ -108,14 +108,18 @@ def windowed(conn, request, strategy, size, roots=None):
     before it widens to the next window; only ``roots`` (ids) when it
     is not None."""
     prepared = _prepare(conn, request, nested=True, distinct=True,
-                        roots=roots)
+                        roots=roots, sample=strategy == choosing.SPREAD)
     if prepared is None:
         return
     amounts = windows.anchoring_amounts(request, prepared.class_ids,
                                         prepared.shared_classes)
+    if not amounts and prepared.rest is not None:
+        # Slices of roots need every root admitted, not a sample.
+        prepared = _prepare(conn, request, nested=True, distinct=True,
+                            roots=roots)
     seen = set()
     for window in windows.windows(conn, amounts, strategy, size,
-                                  prepared.scope):
+                                  prepared.scope, prepared.rest):
         if window is None:
             # No class ranks the roots: each slice of them is a window,
             # from a random root on for ``spread``.
@@ -139,14 +143,18 @@ def admitted(conn, request):
     return prepared.allowed
 
 
+# ``rest``: when ``allowed`` (and ``scope.roots``) are only a sample of
+# the roots the filters admit, what lists them all; else None.
 _Prepared = collections.namedtuple('_Prepared', [
     'search', 'class_ids', 'shared_classes', 'allowed', 'root_required',
-    'root_forbidden', 'filtered', 'scope'])
+    'root_forbidden', 'filtered', 'scope', 'rest'])
 
 
-def _prepare(conn, request, nested, distinct=False, roots=None):
+def _prepare(conn, request, nested, distinct=False, roots=None,
+             sample=False):
     """How to search for ``request`` (within ``roots`` unless None);
-    None when nothing can meet it."""
+    None when nothing can meet it. ``sample``: a few of many admitted
+    roots will do at first (``_admitted``)."""
     trait_ids = _trait_ids(conn, request)
     class_ids = _class_ids(conn, request)
     sharing = db_traits.standard_id(conn, SHARING_TRAIT)
@@ -170,7 +178,7 @@ def _prepare(conn, request, nested, distinct=False, roots=None):
     root_forbidden = [trait_ids[t] for t in request.root_forbidden]
     scope = windows.scope_of(plans, root_required, root_forbidden, shared,
                              allowed)
-    admitted = db_narrowing.admitted_roots(conn, scope)
+    admitted, rest = _admitted(conn, scope, sample)
     if admitted is not None:
         if not admitted:
             return None
@@ -183,7 +191,21 @@ def _prepare(conn, request, nested, distinct=False, roots=None):
     filtered = allowed is not None or bool(request.root_required or
                                            request.root_forbidden)
     return _Prepared(search, class_ids, shared, allowed, root_required,
-                     root_forbidden, filtered, scope)
+                     root_forbidden, filtered, scope, rest)
+
+
+def _admitted(conn, scope, sample):
+    """(the ids of the roots ``scope`` admits, or None for any root or
+    too many to list; None, or when ``sample`` asks for them and they
+    are many, the ids are a sample of them and this lists them all)."""
+    if sample:
+        found = db_narrowing.sampled_roots(
+            conn, scope, windows.SAMPLED_ROOTS, random.getrandbits(30))
+        if found is not None:
+            roots, whole = found
+            return roots, None if whole else (
+                lambda: db_narrowing.admitted_roots(conn, scope))
+    return db_narrowing.admitted_roots(conn, scope), None
 
 
 def _find(conn, request, limit, randomize, nested):

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 import pytest
 
-from tests.functional.helpers import allocate, in_parallel, one, provider
+from tests.functional.helpers import (
+    alloc_item, allocate, in_parallel, one, provider)
 from tests.functional.test_claims import _decorate, claim, slot_class
 
 WORKER_CONFIG = """
@@ -221,3 +222,38 @@ def test_every_shape_lands_right_under_concurrent_claims_and_allocates(rpc):
                                                                 item)
     assert one(rpc.get_usages(provider_uuids=[cloud.roots[10]]))[
         'usages'] == {name: 0}
+
+
+def test_a_zone_of_many_roots_is_read_whole_when_its_sample_is_full(rpc):
+    """A spread claim into a zone of more roots than it samples first
+    (``windows.SAMPLED_ROOTS``) weighs a sample of them; with one root of
+    the zone left with room, most samples miss it, and the claim still
+    finds it: it reads the whole zone before it says nothing fits. The
+    roots outside the zone keep their room and are never taken."""
+    from allocworker.scheduling import windows
+    name = slot_class(rpc)
+    zone = str(uuid.uuid4())
+    count = 3 * windows.SAMPLED_ROOTS
+    inside = []
+    for _ in range(count):
+        root, generation = provider(rpc, {name: {'total': 1}})
+        _decorate(root, generation, (), [zone])
+        inside.append(root)
+    outside = [provider(rpc, {name: {'total': 4}})[0] for _ in range(4)]
+    left = set(random.sample(inside, 3))
+    answer = rpc.allocate(items=[
+        alloc_item(str(uuid.uuid4()), {root: {name: 1}})
+        for root in inside if root not in left])
+    assert {i['status'] for i in answer['items']} == {200}, answer
+    request = {'groups': [{'resources': {name: 1}, 'member_of': [zone]}]}
+    landed = set()
+    for _ in range(len(left)):
+        item = claim(rpc, str(uuid.uuid4()), request, strategy='spread')
+        assert item['status'] == 200, item
+        landed.add(item['root_uuid'])
+    assert landed == left
+    item = claim(rpc, str(uuid.uuid4()), request, strategy='spread')
+    assert item['code'] == 'capacity.exceeded', item
+    for root in outside:
+        assert one(rpc.get_usages(provider_uuids=[root]))['usages'] == {
+            name: 0}
