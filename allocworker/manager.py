@@ -7,9 +7,9 @@ from allocworker import calls
 
 
 class Manager(object):
-    """allocworker RPC API, version 1.5 (history in rpcapi.py)."""
+    """allocworker RPC API, version 1.6 (history in rpcapi.py)."""
 
-    target = messaging.Target(version='1.5')
+    target = messaging.Target(version='1.6')
 
     # 1.0
 
@@ -104,3 +104,5 @@ class Manager(object):
 
     def update_group(self, context, **kwargs):
         return calls.answer(context, 'update_group', kwargs)
+
+    # 1.6: create_provider (above) takes ``partition``; no new call.

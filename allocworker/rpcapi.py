@@ -18,6 +18,9 @@ API version history:
             delete_topology_level, set_provider_traits,
             set_provider_aggregates, update_group; create_group takes
             ``rules``; get_groups items add ``rules`` and ``domains``.
+    * 1.6 - Partitions: create_provider takes ``partition``; provider
+            items show ``partition``; allocate and claim items may
+            answer 409 partition.mismatch.
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -45,7 +48,7 @@ from allocworker.conf import CONF
 from allocworker.metrics import tracing
 from allocworker import rpc
 
-VERSION = '1.5'
+VERSION = '1.6'
 
 # A call that may not have reached a worker, or whose answer did not
 # reach us: a keyed batch may be sent again.
@@ -59,7 +62,7 @@ VERSION_ALIASES = {
     '0.1': '1.2',
     '0.2': '1.3',
     '0.3': '1.4',
-    '0.4': '1.5',
+    '0.4': '1.6',
 }
 
 
@@ -147,9 +150,17 @@ class AllocWorkerAPI(object):
                           limit=limit, marker=marker, timeout=timeout)
 
     def create_provider(self, context, uuid, name, parent_uuid=None,
-                        timeout=None):
-        return self._call(context, 'create_provider', uuid=uuid, name=name,
-                          parent_uuid=parent_uuid, timeout=timeout)
+                        partition=None, timeout=None):
+        """``partition`` (from 1.6; None: the parent's, or ``default``)
+        is sent only when given, so a call without it still reaches
+        workers of 1.0."""
+        if partition is None:
+            return self._call(context, 'create_provider', uuid=uuid,
+                              name=name, parent_uuid=parent_uuid,
+                              timeout=timeout)
+        return self._call(context, 'create_provider', version='1.6',
+                          uuid=uuid, name=name, parent_uuid=parent_uuid,
+                          partition=partition, timeout=timeout)
 
     def delete_provider(self, context, uuid, timeout=None):
         return self._call(context, 'delete_provider', uuid=uuid,

@@ -2,8 +2,9 @@
 
 The plan locks the consumer rows, then the groups, then the provider rows
 (each in a global order), reads inventories and usages only after the
-locks are held, and judges the capacity, unit and group rules on the
-state it would commit, then project limits (their locks last, taken by
+locks are held, and judges the partitions of each item's providers (read
+with their locks), then the capacity, unit and group rules on the state
+it would commit, then project limits (their locks last, taken by
 the first item that reaches them). It writes (``plan_writes``) with
 set-based statements: consumers created, updated (compare-and-swap on
 the generation, which counts up by one) or deleted with their
@@ -19,6 +20,7 @@ from allocworker.allocations import plan_writes
 from allocworker import capacity
 from allocworker import codes
 from allocworker.groups import judgement as groups
+from allocworker import partitions
 from allocworker import policy
 from allocworker.quota import judgement as limits
 from allocworker.conf import CONF
@@ -98,6 +100,7 @@ class Plan(plan_writes.Writing):
         self._replay_keys()
         self._lock_groups()
         self._lock_providers()
+        self._check_partitions()
         self._judge()
         if self.faults and self.atomic:
             raise BatchFailed(self.faults)
@@ -215,6 +218,22 @@ class Plan(plan_writes.Writing):
             db_providers.forget(self.conn, stale)
             raise db.ConcurrentUpdate('provider vanished')
         self.uuid_of = {pid: row.uuid for pid, row in self.locked.items()}
+
+    def _check_partitions(self):
+        """Refuse items whose providers lie in several partitions,
+        ``shared`` aside, before anything is judged on the books (an
+        atomic batch then leaves them out of its combined result). The
+        partitions came with the provider locks: no statement of its
+        own."""
+        if len({row.partition for row in self.locked.values()}) < 2:
+            return  # the common case: nothing to tell apart
+        for r in self._live():
+            by_partition = {self.locked[pid].partition: self._uuid(pid)
+                            for pid, _name in sorted(self._new_rows(r))}
+            apart = partitions.apart(set(by_partition))
+            if apart:
+                self._fail(r, partitions.mismatch(
+                    self._at(r), {p: by_partition[p] for p in apart}))
 
     def _judge(self):
         """Judge capacity, units and group policies.

@@ -39,12 +39,18 @@ def _providers(subparsers):
             'create a provider',
             [(['--uuid'], dict(required=True)),
              (['--name'], dict(required=True, dest='provider_name')),
-             (['--parent'], dict(default=None, help='parent provider uuid'))])
+             (['--parent'], dict(default=None, help='parent provider uuid')),
+             (['--partition'], dict(default=None, help="default: the "
+                                    "parent's, or 'default' for a root"))])
     cli.add(sub, 'list', 'manage_providers.provider_list', 'list providers')
     cli.add(sub, 'show', 'manage_providers.provider_show',
             'show a provider and its inventory', [(['uuid'], {})])
     cli.add(sub, 'delete', 'manage_providers.provider_delete',
             'delete a provider', [(['uuid'], {})])
+    cli.add(sub, 'set-partition', 'manage_providers.provider_set_partition',
+            "move a root provider's whole tree to another partition (only "
+            'while it holds no allocations)',
+            [(['uuid'], {}), (['partition'], {})])
 
     sub = cli.category(subparsers, 'inventory', 'provider inventories')
     cli.add(sub, 'show', 'manage_providers.inventory_show',

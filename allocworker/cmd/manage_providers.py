@@ -5,15 +5,17 @@ from allocworker.cmd import commands as cli
 from allocworker.cmd import output
 from allocworker.conf import CONF
 from allocworker.providers import rules as providers
+from allocworker.providers import tree
 
-PROVIDER_COLUMNS = ['uuid', 'name', 'generation', 'parent_uuid', 'root_uuid']
+PROVIDER_COLUMNS = ['uuid', 'name', 'generation', 'parent_uuid', 'root_uuid',
+                    'partition']
 
 
 def provider_create():
     args = CONF.command
     cli.emit(cli.items(providers.create_provider(
-        cli.context(), args.uuid, args.provider_name, args.parent)),
-        PROVIDER_COLUMNS)
+        cli.context(), args.uuid, args.provider_name, args.parent,
+        args.partition)), PROVIDER_COLUMNS)
 
 
 def provider_list():
@@ -28,6 +30,13 @@ def provider_show():
     cli.emit([item], PROVIDER_COLUMNS)
     print()
     cli.emit(_inventory_rows(item['inventories']), INVENTORY_COLUMNS)
+
+
+def provider_set_partition():
+    args = CONF.command
+    cli.emit(cli.items(tree.set_partition(cli.context(), args.uuid,
+                                          args.partition)),
+             PROVIDER_COLUMNS)
 
 
 def provider_delete():

@@ -23,7 +23,7 @@ _u = schema.usages
 
 Provider = collections.namedtuple(
     'Provider', ['id', 'uuid', 'name', 'generation', 'parent_uuid',
-                 'root_uuid'])
+                 'root_uuid', 'partition'])
 
 
 def _provider_query():
@@ -31,7 +31,7 @@ def _provider_query():
     root = _p.alias('root')
     return (sa.select(_p.c.id, _p.c.uuid, _p.c.name, _p.c.generation,
                       parent.c.uuid.label('parent_uuid'),
-                      root.c.uuid.label('root_uuid'))
+                      root.c.uuid.label('root_uuid'), _p.c.partition)
             .select_from(_p)
             .outerjoin(parent, _p.c.parent_provider_id == parent.c.id)
             .outerjoin(root, _p.c.root_provider_id == root.c.id))
@@ -45,27 +45,34 @@ def get(conn, uuid):
 def lock_by_uuid(conn, uuid):
     """The provider row, locked until commit; None when it does not exist."""
     row = conn.execute(api.for_update(
-        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id)
+        sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id,
+                  _p.c.partition)
         .where(_p.c.uuid == uuid))).first()
     return row
 
 
-Locked = collections.namedtuple('Locked', ['generation', 'root_id', 'uuid'])
+Locked = collections.namedtuple('Locked', ['generation', 'root_id', 'uuid',
+                                           'partition'])
+# What ``lock`` reads of each provider, after its id (``Locked``'s
+# fields): the partition rides in the lock an allocation takes anyway,
+# so judging an item's partitions costs no statement.
+LOCKED_COLUMNS = (_p.c.generation, _p.c.root_provider_id, _p.c.uuid,
+                  _p.c.partition)
 
 
 _LOCK = api.for_update(
-    sa.select(_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid)
+    sa.select(_p.c.id, *LOCKED_COLUMNS)
     .where(_p.c.id.in_(sa.bindparam('ids', expanding=True)))
     .order_by(_p.c.id))
 
 
 def lock(conn, provider_ids):
     """Lock providers in id order (a global order, so writers never
-    deadlock on each other); {id: Locked(generation, root_id, uuid)}."""
+    deadlock on each other); {id: Locked}."""
     if not provider_ids:
         return {}
     rows = conn.execute(_LOCK, {'ids': sorted(provider_ids)})
-    return {pid: Locked(gen, root, uuid) for pid, gen, root, uuid in rows}
+    return {row[0]: Locked(*row[1:]) for row in rows}
 
 
 def roots_of(conn, provider_ids):
@@ -122,11 +129,11 @@ def ids_by_uuid(conn, uuids):
     return dict(rows.all())
 
 
-def create(conn, uuid, name, parent_id=None, root_id=None):
+def create(conn, uuid, name, partition, parent_id=None, root_id=None):
     now = timeutils.utcnow()
     generation = generations.first(conn, generations.PROVIDER, [uuid])[uuid]
     result = conn.execute(sa.insert(_p).values(
-        uuid=uuid, name=name, generation=generation,
+        uuid=uuid, name=name, generation=generation, partition=partition,
         parent_provider_id=parent_id, root_provider_id=root_id,
         created_at=now))
     provider_id = result.inserted_primary_key[0]
@@ -394,12 +401,13 @@ def rename(conn, provider_id, name):
                  .values(name=name, updated_at=timeutils.utcnow()))
 
 
-def move(conn, provider_id, parent_id, root_id, below):
+def move(conn, provider_id, parent_id, root_id, below, partition):
     """Hang the provider under ``parent_id`` (None: make it a root) and
-    give it and ``below`` (its subtree) the root ``root_id``."""
+    give it and ``below`` (its subtree) the root ``root_id`` and its
+    ``partition``."""
     root_id = root_id if parent_id is not None else provider_id
     conn.execute(sa.update(_p).where(_p.c.id == provider_id)
                  .values(parent_provider_id=parent_id,
                          updated_at=timeutils.utcnow()))
     conn.execute(sa.update(_p).where(_p.c.id.in_(sorted(below)))
-                 .values(root_provider_id=root_id))
+                 .values(root_provider_id=root_id, partition=partition))

@@ -52,8 +52,18 @@ providers = sa.Table(
     sa.Column('root_provider_id', sa.Integer,
               sa.ForeignKey('providers.id'), nullable=True),
     *_timestamps(),
+    # RPC 1.6 (allocworker/partitions.py): every provider of a tree has
+    # its root's. The server default is for writers that do not name it:
+    # workers of the previous release during a rolling upgrade, and
+    # ``placement import``.
+    sa.Column('partition', sa.String(64), nullable=False,
+              server_default='default'),
     sa.UniqueConstraint('uuid'),
-    sa.UniqueConstraint('name'),
+    # Names are unique per partition; the key also serves reads of one
+    # partition's providers (by name), and ``name`` alone the lookups by
+    # name across partitions (Placement's ``?name=``).
+    sa.UniqueConstraint('partition', 'name'),
+    sa.Index(None, 'name'),
     sa.Index(None, 'root_provider_id'),
     sa.Index(None, 'parent_provider_id'),
     **_mysql)

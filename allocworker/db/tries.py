@@ -83,8 +83,10 @@ class Try(object):
         if len(rows) != len(set(provider_ids)):
             self.undo()
             return None
-        locked = {row[0]: providers.Locked(*row[1:4]) for row in rows}
-        return locked, (int(rows[0][4]) if tree_of is not None else None)
+        width = 1 + len(providers.Locked._fields)
+        locked = {row[0]: providers.Locked(*row[1:width]) for row in rows}
+        return locked, (int(rows[0][width]) if tree_of is not None
+                        else None)
 
     def undo(self):
         """Roll back to the savepoint: nothing the try did stays."""
@@ -105,7 +107,7 @@ class Try(object):
 def _lock_unless_taken_query(with_tree, dialect):
     """Prepared on PostgreSQL: planning it cost 0.45-0.65 ms of the
     server's CPU per try, running it 0.06-0.11."""
-    columns = [_p.c.id, _p.c.generation, _p.c.root_provider_id, _p.c.uuid]
+    columns = [_p.c.id, *providers.LOCKED_COLUMNS]
     if with_tree:
         columns.append(rooms.tree_used(
             sa.bindparam('root', type_=sa.Integer)))

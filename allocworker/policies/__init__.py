@@ -82,6 +82,9 @@ CALLS = [
     _rule('delete_provider', ADMIN, 'Delete a resource provider', 'call'),
     _rule('update_provider', ADMIN,
           'Rename a resource provider or move it in the trees', 'call'),
+    _rule('set_provider_partition', ADMIN,
+          "Move a root provider's tree to another partition "
+          '(allocworker-manage provider set-partition)', 'call'),
     _rule('set_inventories', ADMIN, "Replace a provider's inventories",
           'call'),
     _rule('create_resource_class', ADMIN, 'Create a custom resource class',

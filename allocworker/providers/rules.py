@@ -10,6 +10,7 @@ import os_resource_classes
 
 from allocworker import capacity
 from allocworker import items
+from allocworker import partitions
 from allocworker import policy
 from allocworker import codes
 from allocworker import retry
@@ -27,7 +28,8 @@ def provider_item(provider, **extra):
     item = {'uuid': provider.uuid, 'name': provider.name,
             'generation': provider.generation,
             'parent_uuid': provider.parent_uuid,
-            'root_uuid': provider.root_uuid}
+            'root_uuid': provider.root_uuid,
+            'partition': provider.partition}
     item.update(extra)
     item['status'] = 200
     return item
@@ -46,40 +48,48 @@ def _allowed_one(context, call, identity, fn, *args):
     return items.one(context, identity, fn, *args)
 
 
-def create_provider(context, uuid, name, parent_uuid=None):
+def create_provider(context, uuid, name, parent_uuid=None, partition=None):
+    """One provider; ``partition`` (RPC 1.6) None: its parent's, or
+    ``default`` for a root."""
     return _allowed_one(context, 'create_provider', {'uuid': items.echo(uuid)},
-                        _create_provider, uuid, name, parent_uuid)
+                        _create_provider, uuid, name, parent_uuid, partition)
 
 
-def _create_provider(uuid, name, parent_uuid):
+def _create_provider(uuid, name, parent_uuid, partition):
     uuid = validation.uuid(uuid, 'uuid')
     name = validation.string(name, 'name', max_length=200)
     parent_uuid = validation.optional_uuid(parent_uuid, 'parent_uuid')
+    partition = partitions.optional(partition, 'partition')
     if parent_uuid == uuid:
         raise validation.invalid('parent_uuid must not be the provider itself')
-    retry.write(_insert_provider, uuid, name, parent_uuid)
+    retry.write(_insert_provider, uuid, name, parent_uuid, partition)
     with db.reader() as conn:
         return provider_item(db_providers.get(conn, uuid))
 
 
-def _insert_provider(uuid, name, parent_uuid):
+def _insert_provider(uuid, name, parent_uuid, partition):
     with db.writer() as conn:
         parent = None
         if parent_uuid is not None:
-            # Locking the parent keeps it from being deleted under us.
+            # Locking the parent keeps it from being deleted (or its tree
+            # from changing partition) under us.
             parent = db_providers.lock_by_uuid(conn, parent_uuid)
             if parent is None:
                 raise codes.Fault(codes.PROVIDER_NOT_IN_BODY,
                                   'parent_uuid %s: no such provider'
                                   % parent_uuid)
+            partition = partitions.of_child(partition, parent.partition,
+                                            parent_uuid)
+        partition = partition or partitions.DEFAULT
         try:
             db_providers.create(
-                conn, uuid, name, parent_id=parent and parent.id,
+                conn, uuid, name, partition, parent_id=parent and parent.id,
                 root_id=parent and parent.root_provider_id)
         except db_exc.DBDuplicateEntry:
             raise codes.Fault(codes.PROVIDER_EXISTS,
-                              'a provider with uuid %s or name %r already '
-                              'exists' % (uuid, name))
+                              'a provider with uuid %s, or named %r in '
+                              'partition %s, already exists'
+                              % (uuid, name, partition))
 
 
 def delete_provider(context, uuid):

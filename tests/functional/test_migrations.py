@@ -1,12 +1,15 @@
 """Migrations bring every backend to head, and the tables they make are
 exactly the tables the code declares."""
 
+import datetime
 import json
 import os
 import subprocess
+import uuid
 
 from alembic import autogenerate
 from alembic import migration as alembic_migration
+import pytest
 import sqlalchemy as sa
 
 from allocworker.db import migration
@@ -90,3 +93,71 @@ def test_upgrade_from_the_single_counter_keeps_generations_rising(
             engine.dispose()
     assert sorted(tuple(f) for f in floors) == [
         ('consumer', 3), ('group', 3), ('provider', 3)]
+
+
+def test_upgrade_to_partitions_puts_providers_in_default(backend, scratch):
+    """Revision 0012 gives providers a partition: those it finds land in
+    ``default``, and names become unique per partition (RPC 1.6)."""
+    where = os.path.join(scratch, 'partitions')
+    os.makedirs(where, exist_ok=True)
+    insert = sa.text(
+        "INSERT INTO providers (uuid, name, generation, parent_provider_id, "
+        "root_provider_id, created_at) VALUES (:uuid, :name, 1, :parent, "
+        ":root, :now)")
+    with services.fresh_database(backend, where) as url:
+        engine = sa.create_engine(url)
+        try:
+            with engine.begin() as conn:
+                migration.upgrade(conn, '0011')
+                for name, parent in (('host-a', None), ('host-b', None),
+                                     ('host-a-nic', 'host-a')):
+                    if parent is not None:
+                        parent = conn.execute(sa.text(
+                            'SELECT id FROM providers WHERE name = :name'),
+                            {'name': parent}).scalar()
+                    conn.execute(insert, {
+                        'uuid': str(uuid.uuid4()), 'name': name,
+                        'parent': parent, 'root': None,
+                        'now': datetime.datetime(2026, 12, 1)})
+                conn.execute(sa.text(
+                    'UPDATE providers SET root_provider_id = '
+                    'COALESCE(parent_provider_id, id)'))
+            with engine.begin() as conn:
+                migration.upgrade(conn, 'head')
+            with engine.connect() as conn:
+                found = conn.execute(sa.text(
+                    'SELECT name, %s FROM providers ORDER BY name'
+                    % _column(engine, 'partition'))).all()
+            # A name is taken per partition now: once more elsewhere...
+            with engine.begin() as conn:
+                conn.execute(_insert('host-a', partition='east'))
+                # (a writer that names none, an older worker's, writes
+                # into ``default``)
+                conn.execute(_insert('host-c'))
+                defaulted = conn.execute(sa.text(
+                    "SELECT %s FROM providers WHERE name = 'host-c'"
+                    % _column(engine, 'partition'))).scalar()
+            # ... but not twice in one.
+            with pytest.raises(sa.exc.IntegrityError):
+                with engine.begin() as conn:
+                    conn.execute(_insert('host-b', partition='default'))
+            indexes = {i['name'] for i in sa.inspect(engine).get_indexes(
+                'providers')}
+        finally:
+            engine.dispose()
+    assert [tuple(row) for row in found] == [
+        ('host-a', 'default'), ('host-a-nic', 'default'),
+        ('host-b', 'default')]
+    assert 'ix_providers_name' in indexes
+    assert defaulted == 'default'
+
+
+def _insert(name, **partition):
+    return sa.insert(schema.providers).values(
+        uuid=str(uuid.uuid4()), name=name, generation=1,
+        created_at=datetime.datetime.now(), **partition)
+
+
+def _column(engine, name):
+    """``name`` quoted as the backend needs (MySQL reserves PARTITION)."""
+    return engine.dialect.identifier_preparer.quote(name)

@@ -41,7 +41,7 @@ def test_create_provider_answers_the_contract():
     parent = new_provider()
     child = new_provider(parent=parent['uuid'])
     assert set(child) == {'uuid', 'name', 'generation', 'parent_uuid',
-                          'root_uuid', 'status'}
+                          'root_uuid', 'partition', 'status'}
     assert child['parent_uuid'] == parent['uuid']
     assert child['root_uuid'] == parent['uuid']
     grandchild = new_provider(parent=child['uuid'])

@@ -19,6 +19,8 @@ DESIGN_TABLE = {
     (409, 'group.generation_conflict'), (409, 'topology.ambiguous_domain'),
     (409, 'topology.in_use'), (404, 'topology.not_found'),
     (400, 'topology.not_found'),
+    # RPC 1.6
+    (409, 'partition.mismatch'),
 }
 
 

@@ -16,6 +16,7 @@ LAYERS = [
     # Pure rules inside the service-layer packages sit at the bottom.
     ('allocworker.capacity', 1),
     ('allocworker.groups.rules', 1),
+    ('allocworker.partitions', 1),
     ('allocworker.quota.rule', 1),
     ('allocworker.providers', 4), ('allocworker.allocations', 4),
     ('allocworker.events', 4), ('allocworker.groups', 4),
