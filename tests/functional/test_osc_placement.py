@@ -5,6 +5,8 @@ inventory set, usage show, rename, delete.
 The CLI lives in its own virtualenv, .venv-osc, made on first use.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -21,14 +23,25 @@ PACKAGES = ['python-openstackclient==10.5.0', 'osc-placement==4.9.1']
 SERVER = os.path.join(ROOT, 'tools', 'placement-test-server.sh')
 
 
+@contextlib.contextmanager
+def venv_lock():
+    """Held while .venv-osc is made or added to: test modules that share
+    it (test_osc_placement_suite.py) may run in parallel processes."""
+    os.makedirs(VENV, exist_ok=True)
+    with open(os.path.join(VENV, '.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _openstack():
     stamp = os.path.join(VENV, '.installed')
-    if not os.path.exists(stamp):
-        subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
-        subprocess.run([os.path.join(VENV, 'bin', 'python'), '-m', 'pip',
-                        'install', '-q', '--disable-pip-version-check']
-                       + PACKAGES, check=True, timeout=900)
-        open(stamp, 'w').close()
+    with venv_lock():
+        if not os.path.exists(stamp):
+            subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
+            subprocess.run([os.path.join(VENV, 'bin', 'python'), '-m', 'pip',
+                            'install', '-q', '--disable-pip-version-check']
+                           + PACKAGES, check=True, timeout=900)
+            open(stamp, 'w').close()
     return os.path.join(VENV, 'bin', 'openstack')
 
 
