@@ -10,6 +10,7 @@ from allocworker.db import api
 from allocworker.db import generations
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db import topology as db_topology
 
 _g = schema.consumer_groups
 _m = schema.group_members
@@ -75,12 +76,14 @@ def lock_by_uuid(conn, uuids):
     return {row.uuid: Group(*row) for row in rows}
 
 
-def lock(conn, group_ids):
-    """Lock groups by id, in id order; {id: Group}."""
-    if not group_ids:
+def lock(conn, group_ids, uuids=()):
+    """Lock groups by id, and those of ``uuids`` that exist, in id
+    order; {id: Group}."""
+    if not group_ids and not uuids:
         return {}
     rows = conn.execute(api.for_update(
-        sa.select(*_COLUMNS).where(_g.c.id.in_(sorted(group_ids)))
+        sa.select(*_COLUMNS).where(sa.or_(
+            _g.c.id.in_(sorted(group_ids)), _g.c.uuid.in_(sorted(uuids))))
         .order_by(_g.c.id)))
     return {row.id: Group(*row) for row in rows}
 
@@ -116,17 +119,73 @@ def member_roots(conn, group_ids):
     return found
 
 
-@functools.lru_cache(maxsize=4)
-def _member_roots(dialect):
+@functools.lru_cache(maxsize=32)
+def _member_roots(dialect, levels=()):
+    """Each member's consumer and its allocations' roots, distinct, and
+    each root's label at ``levels``. On PostgreSQL looked up member by
+    member (fenced laterals, each root by a scalar subquery): the
+    statement runs prepared, and its generic plan joined plainly hashed
+    every allocation and provider (3 ms for a group of 50 members at
+    10,000 allocations)."""
+    if dialect != 'postgresql':
+        groups = prepared.in_list(_m.c.group_id, 'groups', sa.Integer,
+                                  dialect)
+        # A member's allocations of several classes under one root are
+        # one row: the rules count roots, not classes.
+        return prepared.Core(
+            sa.select(_m.c.group_id, _m.c.consumer_uuid, _c.c.consumer_type,
+                      _p.c.root_provider_id).distinct()
+            .select_from(_m)
+            .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
+            .outerjoin(_a, _a.c.consumer_id == _c.c.id)
+            .outerjoin(_p, _p.c.id == _a.c.provider_id)
+            .where(groups))
+    # The members read from their group's index (as an unnested list,
+    # the generic plan hashed the groups and scanned every member).
+    groups = prepared.any_of(_m.c.group_id, 'groups', sa.Integer, dialect)
+    consumer = (sa.select(_c.c.id, _c.c.consumer_type)
+                .where(_c.c.uuid == _m.c.consumer_uuid).offset(0)
+                .lateral('consumer'))
+    root = (sa.select(_p.c.root_provider_id)
+            .where(_p.c.id == _a.c.provider_id).scalar_subquery())
+    held = (sa.select(root.label('root_provider_id')).distinct()
+            .where(_a.c.consumer_id == consumer.c.id).offset(0)
+            .lateral('held'))
     return prepared.Core(
-        sa.select(_m.c.group_id, _m.c.consumer_uuid, _c.c.consumer_type,
-                  _p.c.root_provider_id)
-        .select_from(_m)
-        .outerjoin(_c, _c.c.uuid == _m.c.consumer_uuid)
-        .outerjoin(_a, _a.c.consumer_id == _c.c.id)
-        .outerjoin(_p, _p.c.id == _a.c.provider_id)
-        .where(prepared.in_list(_m.c.group_id, 'groups', sa.Integer,
-                                dialect)))
+        sa.select(_m.c.group_id, _m.c.consumer_uuid, consumer.c.consumer_type,
+                  held.c.root_provider_id,
+                  *db_topology.label_columns(held.c.root_provider_id, levels))
+        .select_from(_m.outerjoin(consumer, sa.true())
+                     .outerjoin(held, sa.true()))
+        .where(groups))
+
+
+def member_roots_labelled(conn, group_ids, levels):
+    """(``member_roots``, {level: {root id: label}} of the members' roots
+    at each of ``levels``, those with a domain there). On PostgreSQL in
+    the one statement: each root's label at each level looked up from
+    it."""
+    levels = tuple(sorted(levels))
+    if conn.dialect.name != 'postgresql' or not levels or not group_ids:
+        members = member_roots(conn, group_ids)
+        roots = {r for m in members.values() for p in m.values()
+                 for r in p.roots}
+        return members, db_topology.labels_of_roots(conn, levels, roots)
+    found = collections.defaultdict(dict)
+    labels = {level: {} for level in levels}
+    rows = _member_roots(conn.dialect.name, levels).execute(
+        conn, dict({'groups': sorted(group_ids)},
+                   **db_topology.level_names(levels)))
+    for row in rows:
+        group_id, uuid, consumer_type, root_id = row[:4]
+        member = found[group_id].setdefault(uuid, Placed(consumer_type,
+                                                         set()))
+        if root_id is not None:
+            member.roots.add(root_id)
+            for level, label in zip(levels, row[4:]):
+                if label is not None:
+                    labels[level][root_id] = label
+    return found, labels
 
 
 def add_members(conn, group_id, consumer_uuids):
@@ -142,6 +201,26 @@ def remove_members(conn, group_id, consumer_uuids):
         conn.execute(sa.delete(_m).where(
             _m.c.group_id == group_id,
             _m.c.consumer_uuid.in_(sorted(consumer_uuids))))
+
+
+def enroll(conn, group_id, consumer_uuids, expected):
+    """Add members to a group and move its generation on from
+    ``expected``; False (nothing written on PostgreSQL) when it had moved
+    already. One statement on PostgreSQL: a claim into a group writes
+    both."""
+    if conn.dialect.name != 'postgresql':
+        add_members(conn, group_id, consumer_uuids)
+        return bump_generation(conn, group_id, expected)
+    now = timeutils.utcnow()
+    added = sa.insert(_m).values([
+        {'group_id': group_id, 'consumer_uuid': u, 'created_at': now}
+        for u in consumer_uuids]).returning(_m.c.id).cte('added')
+    result = conn.execute(
+        sa.update(_g).where(_g.c.id == group_id,
+                            _g.c.generation == expected)
+        .values(generation=_g.c.generation + 1, updated_at=now)
+        .add_cte(added))
+    return result.rowcount == 1
 
 
 def bump_generation(conn, group_id, expected):

@@ -76,12 +76,27 @@ def lock(conn, provider_ids):
 
 
 def roots_of(conn, provider_ids):
-    """{provider_id: root_provider_id}."""
-    if not provider_ids:
-        return {}
-    rows = conn.execute(sa.select(_p.c.id, _p.c.root_provider_id)
-                        .where(_p.c.id.in_(sorted(provider_ids))))
-    return dict(rows.all())
+    """{provider_id: root_provider_id}, read in this transaction (by a
+    claim's window: ``note_roots``) or now."""
+    noted = _noted_roots(conn)
+    found = {p: noted[p] for p in provider_ids if p in noted}
+    missing = set(provider_ids) - set(found)
+    if missing:
+        rows = conn.execute(sa.select(_p.c.id, _p.c.root_provider_id)
+                            .where(_p.c.id.in_(sorted(missing))))
+        found.update(rows.all())
+    return found
+
+
+def note_roots(conn, roots):
+    """Keep {provider id: root id} read in this transaction for its
+    ``roots_of``: a claim judging its window's candidates against its
+    groups' rules needs the roots the window was read with."""
+    _noted_roots(conn).update(roots)
+
+
+def _noted_roots(conn):
+    return api.per_transaction(conn, 'roots of providers', dict)
 
 
 # uuid -> id of providers seen by this process, per database. A provider

@@ -159,15 +159,25 @@ def labels_of_roots(conn, names, root_ids):
 def _labels_by_lookup(dialect, names):
     """Each root's label at each level of ``names``, by lookups from the
     roots bound as ``roots``."""
-    columns = [
-        sa.select(_d.c.label).select_from(_pa)
-        .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
-        .join(_l, _l.c.id == _d.c.level_id)
-        .where(_pa.c.provider_id == _p.c.id,
-               _l.c.name == sa.bindparam('name_%d' % n, name))
-        .limit(1).scalar_subquery() for n, name in enumerate(names)]
-    return prepared.Core(sa.select(_p.c.id, *columns).where(
-        prepared.in_list(_p.c.id, 'roots', sa.Integer, dialect)))
+    return prepared.Core(sa.select(
+        _p.c.id, *label_columns(_p.c.id, names)).where(
+            prepared.in_list(_p.c.id, 'roots', sa.Integer, dialect)))
+
+
+def label_columns(root, names):
+    """A column per level of ``names``: the label of the root in
+    ``root`` there (or NULL), looked up from it; bind ``level_names``."""
+    return [sa.select(_d.c.label).select_from(_pa)
+            .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
+            .join(_l, _l.c.id == _d.c.level_id)
+            .where(_pa.c.provider_id == root,
+                   _l.c.name == sa.bindparam('name_%d' % n, name))
+            .limit(1).scalar_subquery() for n, name in enumerate(names)]
+
+
+def level_names(names):
+    """The values ``label_columns`` binds for ``names``."""
+    return {'name_%d' % n: name for n, name in enumerate(names)}
 
 
 def eligible_labels(conn, name, class_ids, excluding=(), limit=None):

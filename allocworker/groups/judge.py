@@ -78,6 +78,13 @@ class Domains(object):
             self._labels[level].update(found[level])
             self._read[level].update(ids)
 
+    def know(self, labels, root_ids):
+        """Take ``labels`` {level: {root id: label}}, read for every root
+        of ``root_ids`` (those absent have no domain there)."""
+        for level, found in labels.items():
+            self._labels[level].update(found)
+            self._read[level].update(root_ids)
+
     def labels(self, level, root_ids):
         """{root id: label} at ``level``, covering ``root_ids``."""
         if level == group_rules.ROOT:

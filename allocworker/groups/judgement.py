@@ -126,11 +126,11 @@ class Judgement(object):
         return result
 
     def commit(self, requests):
-        joins = self.joins(requests)
-        for group_id, uuid in joins:
-            db_groups.add_members(self.conn, group_id, [uuid])
-        for group_id in sorted({g for g, _ in joins}):
+        joining = collections.defaultdict(list)
+        for group_id, uuid in self.joins(requests):
+            joining[group_id].append(uuid)
+        for group_id, uuids in sorted(joining.items()):
             group = self.groups[group_id]
-            if not db_groups.bump_generation(self.conn, group_id,
-                                             group.generation):
+            if not db_groups.enroll(self.conn, group_id, uuids,
+                                    group.generation):
                 raise db.ConcurrentUpdate(group.uuid)

@@ -52,6 +52,7 @@ from allocworker.db import api as db
 from allocworker.db import candidates as db_candidates
 from allocworker.db import filters as db_filters
 from allocworker.db import narrowing as db_narrowing
+from allocworker.db import providers as db_providers
 from allocworker.db import resource_classes as db_classes
 from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
@@ -260,6 +261,8 @@ def _weighed(conn, found, nodes=None):
         nodes.update(db_candidates.nodes(conn, {
             pid for pid, n in nodes.items() if n.uuid in root_uuids}))
     roots = {pid for pid, n in nodes.items() if n.uuid in root_uuids}
+    db_providers.note_roots(conn, {pid: n.root_id
+                                   for pid, n in nodes.items()})
     inventories = db_candidates.inventories(conn, set(nodes))
     summaries, tree_free = {}, collections.defaultdict(
         collections.Counter)

@@ -162,13 +162,20 @@ def _judges(conn, request, group_ids):
     """A Judge per group of the consumer and the one it joins, locked,
     with their members' roots."""
     ids = set((group_ids or {}).get(request.consumer_uuid, ()))
-    if request.group_uuid:
-        ids.update(db_groups.ids_by_uuid(conn, [request.group_uuid])
-                   .values())
-    if not ids:
+    joined = [request.group_uuid] if request.group_uuid else []
+    if not ids and not joined:
         return []
-    return _built(conn, judgement.Locked(
-        db_groups.lock(conn, ids), db_groups.member_roots(conn, ids), None))
+    groups = db_groups.lock(conn, ids, joined)
+    if not groups:
+        return []
+    levels = {r.scope for g in groups.values()
+              for r in judgement.rules_of(g)} - {group_rules.ROOT}
+    members, labels = db_groups.member_roots_labelled(conn, set(groups),
+                                                      levels)
+    group_judge.Domains.of(conn).know(labels, {
+        r for placed in members.values() for p in placed.values()
+        for r in p.roots})
+    return _built(conn, judgement.Locked(groups, members, None))
 
 
 def _consumer_type(request, known, new_type):
