@@ -27,6 +27,7 @@ from allocworker.groups import topology
 from allocworker import metrics
 from allocworker.metrics import tracing
 from allocworker.providers import aggregates
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 from allocworker.providers import traits
 from allocworker.quota import report as limits
@@ -41,8 +42,8 @@ CALLS = {fn.__name__: fn for fn in (
     consumers.list_allocations, consumers.list_consumers,
     providers.create_provider, providers.delete_provider,
     providers.get_providers, providers.set_inventories,
-    providers.get_usages, providers.create_resource_class,
-    providers.list_resource_classes,
+    providers.get_usages, resource_classes.create_resource_class,
+    resource_classes.list_resource_classes,
     events.external_event, waits.wait_for_events,
     groups.create_group, groups.delete_group, groups.add_members,
     groups.remove_members, group_report.get_groups,

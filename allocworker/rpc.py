@@ -42,7 +42,11 @@ def make_context(values):
         return values
     if not isinstance(values, dict):
         values = {}
-    return oslo_context.RequestContext.from_dict(values)
+    # oslo.context reads the user from "user" only, which it writes
+    # beside "user_id"; a client written from the design sends
+    # "user_id", which [partitions] bindings are keyed by.
+    return oslo_context.RequestContext.from_dict(
+        values, user_id=values.get('user_id') or values.get('user'))
 
 
 class ContextSerializer(messaging.NoOpSerializer):

@@ -2,6 +2,7 @@
 page by page. Every read is one statement, so one snapshot."""
 
 from allocworker.allocations import group_commit
+from allocworker import bindings
 from allocworker import codes
 from allocworker import items as item_results
 from allocworker import policy
@@ -17,12 +18,16 @@ def get_allocations(context, consumer_uuids):
     wanted = item_results.each_uuid(consumer_uuids, 'consumer_uuids')
     valid = item_results.valid(wanted)
     found = _reads.submit(valid, len(valid)) if valid else {}
+    view = bindings.seen(context)
     items = []
     for raw, uuid in zip(consumer_uuids, wanted):
         if isinstance(uuid, codes.Fault):
             items.append(uuid.item(
                 consumer_uuid=raw if isinstance(raw, str) else None))
-        elif uuid not in found:
+        elif uuid not in found or any(
+                bindings.hides(view, p) for p in found[uuid][2]):
+            # A consumer of a partition the caller is not bound to is
+            # left out, as one that does not exist.
             items.append(codes.Fault(
                 codes.CONSUMER_NOT_FOUND,
                 'consumer %s holds no allocations' % uuid
@@ -50,7 +55,7 @@ _reads = group_commit.Combiner(_describe_together,
                                lambda: CONF.worker.max_batch_items)
 
 
-def consumer_item(consumer, allocations):
+def consumer_item(consumer, allocations, _partitions=()):
     return {'consumer_uuid': consumer.uuid, 'status': 200,
             'consumer_generation': consumer.generation,
             'project_id': consumer.project_id, 'user_id': consumer.user_id,
@@ -65,8 +70,9 @@ def consumer_item(consumer, allocations):
 def list_allocations(context, provider_uuid):
     provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
     with db.stale_reader() as conn:   # a listing: may be a moment stale
-        exists, held = db_allocations.on_provider(conn, provider_uuid)
-    if not exists:
+        partition, held = db_allocations.on_provider(conn, provider_uuid)
+    if partition is None or bindings.hides(bindings.seen(context),
+                                           partition):
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                           'provider %s does not exist' % provider_uuid)
     return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
@@ -90,7 +96,8 @@ def list_consumers(context, project_id=None, limit=1000, marker=None):
             return []
         project_id = context.project_id
     with db.stale_reader() as conn:   # a listing: may be a moment stale
-        page = db_allocations.page(conn, project_id, limit, marker)
+        page = db_allocations.page(conn, project_id, limit, marker,
+                                   bindings.seen(context))
     return [{'consumer_uuid': c.uuid, 'consumer_generation': c.generation,
              'project_id': c.project_id, 'user_id': c.user_id,
              'consumer_type': c.consumer_type, 'status': 200}

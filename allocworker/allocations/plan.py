@@ -18,6 +18,7 @@ import collections
 
 from allocworker.allocations import plan_writes
 from allocworker import capacity
+from allocworker import bindings
 from allocworker import codes
 from allocworker.groups import judgement as groups
 from allocworker import partitions
@@ -100,6 +101,7 @@ class Plan(plan_writes.Writing):
         self._replay_keys()
         self._lock_groups()
         self._lock_providers()
+        self._check_bound_callers()
         self._check_partitions()
         self._judge()
         if self.faults and self.atomic:
@@ -218,6 +220,24 @@ class Plan(plan_writes.Writing):
             db_providers.forget(self.conn, stale)
             raise db.ConcurrentUpdate('provider vanished')
         self.uuid_of = {pid: row.uuid for pid, row in self.locked.items()}
+
+    def _check_bound_callers(self):
+        """A caller bound to a partition writes only consumers and
+        providers it sees (``bindings``): an item whose consumer holds, or
+        would hold, allocations on a provider of another partition is
+        its 403. From the provider locks: no statement of its own."""
+        for r in self._live():
+            view = bindings.seen(self._origin(r).context)
+            if view is None:
+                continue
+            for pid, _name in sorted(set(self._old_rows(r)) |
+                                     set(self._new_rows(r))):
+                if bindings.hides(view, self.locked[pid].partition):
+                    self._fail(r, bindings.forbidden(
+                        self._origin(r).context, '%s: consumer %s or '
+                        'provider %s' % (self._at(r), r.consumer_uuid,
+                                         self._uuid(pid))))
+                    break
 
     def _check_partitions(self):
         """Refuse items whose providers lie in several partitions,

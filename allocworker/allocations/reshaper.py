@@ -9,6 +9,7 @@ inventory. Any failure writes nothing.
 """
 
 from allocworker.allocations import writes as allocations
+from allocworker import bindings
 from allocworker import notifications
 from allocworker import policy
 from allocworker.providers import rules as providers
@@ -57,15 +58,16 @@ def _reshape(context, wanted, requests, new_type):
     # inventories (not when they are empty), once for the allocations
     # (providers placed on, and providers a consumer left entirely), and
     # once when the inventories are settled.
+    view = bindings.seen(context)
     with db.writer() as conn:
         for uuid in sorted(wanted):
             generation, parsed = wanted[uuid]
             if parsed:
                 providers.replace_inventories_in(
                     conn, uuid, generation, parsed, force=True,
-                    reshaping=True)
+                    reshaping=True, view=view)
             else:
-                providers.lock_at_generation(conn, uuid, generation)
+                providers.lock_at_generation(conn, uuid, generation, view)
         left = _left_entirely(conn, requests)
         results, changes = (allocations.write_in(conn, context, requests,
                                                  new_type)
@@ -84,5 +86,6 @@ def _left_entirely(conn, requests):
     emptied = [r.consumer_uuid for r in requests if not r.allocations]
     placed = {p for r in requests for p in r.allocations}
     held = db_allocations.describe(conn, emptied)
-    return sorted({p for _consumer, allocs in held.values() for p in allocs}
+    return sorted({p for _consumer, allocs, _partitions in held.values()
+                   for p in allocs}
                   - placed)

@@ -1,6 +1,7 @@
 """What a project's consumers hold, summed by consumer type (Placement's
 ``GET /usages``)."""
 
+from allocworker import bindings
 from allocworker import policy
 from allocworker import validation
 from allocworker.db import allocations as db_allocations
@@ -16,7 +17,8 @@ def by_project(context, project_id, user_id=None):
     policy.check(context, 'project_usages', 'usages of project %s'
                  % project_id, project_id)
     with db.reader() as conn:
-        found = db_allocations.project_usage(conn, project_id, user_id)
+        found = db_allocations.project_usage(conn, project_id, user_id,
+                                             bindings.seen(context))
     return [{'consumer_type': kind, 'consumer_count': count,
              'usages': used}
             for kind, (used, count) in sorted(

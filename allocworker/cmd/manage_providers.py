@@ -4,6 +4,7 @@ providers and what they offer."""
 from allocworker.cmd import commands as cli
 from allocworker.cmd import output
 from allocworker.conf import CONF
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 from allocworker.providers import tree
 
@@ -96,14 +97,15 @@ def inventory_delete():
 # -- resource classes, usage ---------------------------------------------
 
 def resource_class_create():
-    item = cli.items(providers.create_resource_class(
+    item = cli.items(resource_classes.create_resource_class(
         cli.context(), CONF.command.class_name))[0]
     print('%s %s' % ('created' if item['created'] else 'already exists:',
                      item['name']))
 
 
 def resource_class_list():
-    cli.emit(providers.list_resource_classes(cli.context()), ['name'])
+    cli.emit(resource_classes.list_resource_classes(cli.context()),
+             ['name'])
 
 
 USAGE_COLUMNS = ['provider', 'resource_class', 'used', 'capacity', 'bar']

@@ -14,6 +14,7 @@ from allocworker.conf import api
 from allocworker.conf import database
 from allocworker.conf import events
 from allocworker.conf import metrics
+from allocworker.conf import partitions
 from allocworker.conf import paths
 from allocworker.conf import quota
 from allocworker.conf import scheduling
@@ -31,3 +32,4 @@ api.register_opts(CONF)
 scheduling.register_opts(CONF)
 metrics.register_opts(CONF)
 quota.register_opts(CONF)
+partitions.register_opts(CONF)

@@ -231,16 +231,19 @@ def _write_each(conn, writes, now, shard, counts):
 
 def _described(rows):
     """Fold consumer x allocation rows into {uuid: (Consumer,
-    {provider_uuid: ({class: used}, provider_generation)})}."""
+    {provider_uuid: ({class: used}, provider_generation)}, {partition of
+    those providers})}."""
     found = collections.OrderedDict()
     width = len(Consumer._fields)
     for row in rows:
         consumer = _consumer(row[:width])
-        _, allocs = found.setdefault(consumer.uuid, (consumer, {}))
+        _, allocs, partitions = found.setdefault(
+            consumer.uuid, (consumer, {}, set()))
         if row.provider_uuid is not None:
             resources, _gen = allocs.setdefault(
                 row.provider_uuid, ({}, row.provider_generation))
             resources[row.class_name] = int(row.used)
+            partitions.add(row.provider_partition)
     return found
 
 
@@ -248,7 +251,8 @@ def _describe_query():
     return (sa.select(*_CONSUMER_COLUMNS,
                       _p.c.uuid.label('provider_uuid'),
                       _p.c.generation.label('provider_generation'),
-                      _rc.c.name.label('class_name'), _alloc.c.used)
+                      _rc.c.name.label('class_name'), _alloc.c.used,
+                      _p.c.partition.label('provider_partition'))
             .select_from(_c)
             .join(_alloc, _alloc.c.consumer_id == _c.c.id)
             .join(_p, _alloc.c.provider_id == _p.c.id)
@@ -269,7 +273,8 @@ _DESCRIBE = _describe_query().where(
 _DESCRIBE_PG = prepared.Statement('allocworker_describe', """
 SELECT c.id, c.uuid, c.project_id, c.user_id, c.consumer_type,
        c.generation, p.uuid AS provider_uuid,
-       p.generation AS provider_generation, rc.name AS class_name, a.used
+       p.generation AS provider_generation, rc.name AS class_name, a.used,
+       p.partition AS provider_partition
 FROM consumers AS c
 CROSS JOIN LATERAL (
     SELECT provider_id, resource_class_id, used FROM allocations
@@ -291,7 +296,8 @@ def describe(conn, uuids):
 
 
 def on_provider(conn, provider_uuid):
-    """(provider_exists, [(Consumer, {class: used})]) in one statement.
+    """(the provider's partition, or None when it does not exist,
+    [(Consumer, {class: used})]) in one statement.
 
     The provider row is outer-joined so that its absence and an empty
     listing are told apart without a second read."""
@@ -300,7 +306,7 @@ def on_provider(conn, provider_uuid):
              .join(_rc, _alloc.c.resource_class_id == _rc.c.id)
              .join(_c, _alloc.c.consumer_id == _c.c.id)
              .subquery('held'))
-    query = (sa.select(_p.c.id.label('pid'),
+    query = (sa.select(_p.c.partition,
                        *[inner.c[col.name] for col in _CONSUMER_COLUMNS],
                        inner.c.class_name, inner.c.used)
              .select_from(_p)
@@ -309,19 +315,22 @@ def on_provider(conn, provider_uuid):
              .order_by(inner.c.uuid, inner.c.class_name))
     rows = conn.execute(query).all()
     if not rows:
-        return False, []
+        return None, []
     found = collections.OrderedDict()
     for row in rows:
         if row.uuid is None:
             continue
         consumer = Consumer(*row[1:1 + len(Consumer._fields)])
         found.setdefault(consumer, {})[row.class_name] = int(row.used)
-    return True, list(found.items())
+    return rows[0].partition, list(found.items())
 
 
-def page(conn, project_id=None, limit=1000, marker=None):
-    """Consumers ordered by uuid, after ``marker``; one statement."""
+def page(conn, project_id=None, limit=1000, marker=None, partitions=None):
+    """Consumers ordered by uuid, after ``marker``, holding allocations
+    only in ``partitions`` when given; one statement."""
     query = sa.select(*_CONSUMER_COLUMNS).order_by(_c.c.uuid).limit(limit)
+    if partitions is not None:
+        query = query.where(~_held_beyond(_c.c.id, partitions))
     if project_id is not None:
         query = query.where(_c.c.project_id == project_id)
     if marker is not None:
@@ -329,9 +338,22 @@ def page(conn, project_id=None, limit=1000, marker=None):
     return [_consumer(row) for row in conn.execute(query)]
 
 
-def project_usage(conn, project_id, user_id=None):
+def _held_beyond(consumer_id, partitions):
+    """The consumer in ``consumer_id`` holds an allocation on a provider
+    outside ``partitions``."""
+    # Aliases: the outer query may read allocations and providers too,
+    # which these must not correlate to.
+    held, provider = _alloc.alias('held'), _p.alias('held_on')
+    return sa.exists().where(
+        held.c.consumer_id == consumer_id,
+        held.c.provider_id.in_(sa.select(provider.c.id).where(
+            provider.c.partition.not_in(sorted(partitions)))))
+
+
+def project_usage(conn, project_id, user_id=None, partitions=None):
     """What a project's (and user's) consumers hold, by consumer type:
-    {consumer_type: ({class: used}, consumer_count)}."""
+    {consumer_type: ({class: used}, consumer_count)}; only consumers
+    holding allocations in ``partitions`` alone when given."""
     query = (sa.select(_c.c.consumer_type, _rc.c.name,
                        sa.func.sum(_alloc.c.used))
              .select_from(_c)
@@ -346,6 +368,9 @@ def project_usage(conn, project_id, user_id=None):
               .group_by(_c.c.consumer_type))
     if user_id is not None:
         counts = counts.where(_c.c.user_id == user_id)
+    if partitions is not None:
+        beyond = _held_beyond(_c.c.id, partitions)
+        query, counts = query.where(~beyond), counts.where(~beyond)
     found = {}
     for kind, count in conn.execute(counts):
         found[kind or None] = ({}, int(count))

@@ -44,10 +44,11 @@ def _with_room(query, provider_column, class_id, amount):
 
 
 def roots(conn, after=None, count=None, before=None, required=(),
-          forbidden=(), only=None):
+          forbidden=(), only=None, partitions=None):
     """Root provider ids in id order: above ``after``, below ``before``,
     at most ``count``, carrying every trait id of ``required`` and none
-    of ``forbidden``, and within ``only`` when it is given."""
+    of ``forbidden``, within ``only`` and lying in ``partitions`` when
+    they are given."""
     query = (sa.select(_p.c.id).where(_p.c.parent_provider_id.is_(None))
              .order_by(_p.c.id))
     if after is not None:
@@ -57,6 +58,8 @@ def roots(conn, after=None, count=None, before=None, required=(),
     if only is not None:
         query = query.where(prepared.one_of(_p.c.id, only, sa.Integer,
                                             conn.dialect.name))
+    if partitions is not None:
+        query = query.where(_p.c.partition.in_(sorted(partitions)))
     query = query.where(*db_filters.trait_clauses(
         _p.c.id, db_filters.Filters(required, (), forbidden, (), ()),
         conn.dialect.name))
@@ -98,7 +101,7 @@ def _anchored_at(column, ranged, dialect, few):
 
 def suppliers(conn, roots, class_id, amount, filters=db_filters.NO_FILTERS,
               tree_filters=None, in_tree=None, sharing_trait=None,
-              sharing_filters=None):
+              sharing_filters=None, partitions=None):
     """(provider id, anchor root id) pairs of providers that have room for
     ``amount`` of ``class_id`` (any provider when ``class_id`` is None)
     for a candidate anchored at one of ``roots`` (a set of root ids, or
@@ -110,7 +113,10 @@ def suppliers(conn, roots, class_id, amount, filters=db_filters.NO_FILTERS,
     ``filters`` apply to the provider itself; ``tree_filters`` (aggregates
     only) are met by the provider or by its anchor root; ``in_tree`` (a
     root id) is the tree the provider must be in. ``sharing_filters``
-    apply to a sharing provider used through its aggregates.
+    apply to a sharing provider used through its aggregates, which lies
+    in one of ``partitions`` when they are given (a tree's own
+    providers lie in its root's partition, which the roots' scope
+    judged).
     """
     ranged = isinstance(roots, tuple)
     sharing = sharing_filters is not None and sharing_trait is not None
@@ -122,6 +128,7 @@ def suppliers(conn, roots, class_id, amount, filters=db_filters.NO_FILTERS,
         db_filters.hashable(tree_filters), in_tree is not None,
         db_filters.hashable(sharing_filters) if sharing else None,
         from_trees,
+        None if partitions is None else tuple(sorted(partitions)),
         conn.dialect.name)
     bound = {'class_id': class_id, 'amount': amount, 'in_tree': in_tree,
              'sharing_trait': sharing_trait}
@@ -137,7 +144,7 @@ _FEW_ROOTS = 64
 
 _Shape = collections.namedtuple('_Shape', [
     'ranged', 'with_class', 'filters', 'tree_filters', 'in_tree',
-    'sharing_filters', 'from_trees', 'dialect'])
+    'sharing_filters', 'from_trees', 'partitions', 'dialect'])
 
 
 @functools.lru_cache(maxsize=256)
@@ -236,6 +243,8 @@ def _sharing_suppliers(shape):
     if shape.in_tree:
         query = query.where(shared.c.root_provider_id ==
                             sa.bindparam('in_tree', type_=sa.Integer))
+    if shape.partitions is not None:
+        query = query.where(shared.c.partition.in_(shape.partitions))
     return query
 
 
@@ -352,10 +361,11 @@ def sharing_anchors(conn, root_id, sharing_trait):
 
 
 def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
-                       uuid=None):
+                       uuid=None, partitions=None):
     """Uuids of providers that meet ``filters`` themselves, have room for
     every (class id, amount) of ``resources``, and are in the tree of root
-    id ``in_tree`` when given (Placement's provider list filters)."""
+    id ``in_tree`` and lie in ``partitions`` when given (Placement's
+    provider list filters)."""
     query = sa.select(_p.c.uuid).where(
         *db_filters.trait_clauses(_p.c.id, filters, conn.dialect.name),
         *db_filters.aggregate_clauses(_p.c.id, filters, conn.dialect.name))
@@ -365,6 +375,8 @@ def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
         query = query.where(_p.c.name == name)
     if uuid is not None:
         query = query.where(_p.c.uuid == uuid)
+    if partitions is not None:
+        query = query.where(_p.c.partition.in_(sorted(partitions)))
     for class_id, amount in resources:
         room = (sa.select(_inv.c.provider_id)
                 .select_from(_inv.outerjoin(_u, sa.and_(

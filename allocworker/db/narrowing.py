@@ -19,7 +19,10 @@ A ``Scope`` names ids only, already resolved:
     the request's groups only if it meets one alternative ``(own,
     tree)``: ``own`` on itself, ``tree`` (aggregates, or None) on itself
     or its root (Placement's rule for the unnumbered group). A class
-    with an alternative of no filter at all is left out.
+    with an alternative of no filter at all is left out;
+``partitions``
+    the partitions the root may lie in, or None for any (a caller bound
+    to a partition, or a request naming some: RPC 1.6).
 
 Every condition of a scope is necessary for a candidate, never more, so
 a search within it still finds every candidate there is.
@@ -38,7 +41,8 @@ _pa = schema.provider_aggregates
 _pt = schema.provider_traits
 
 Scope = collections.namedtuple('Scope', [
-    'roots', 'root_required', 'root_forbidden', 'trees', 'by_class'])
+    'roots', 'root_required', 'root_forbidden', 'trees', 'by_class',
+    'partitions'], defaults=(None,))
 EVERYWHERE = Scope(None, (), (), (), {})
 
 # Past this many roots, reading every provider of the admitted roots
@@ -61,7 +65,16 @@ def key(scope):
             tuple((class_id, tuple((filters(own), filters(tree))
                                    for own, tree in alternatives))
                   for class_id, alternatives in sorted(
-                      scope.by_class.items())))
+                      scope.by_class.items())),
+            None if scope.partitions is None else tuple(sorted(
+                scope.partitions)))
+
+
+def _lists_a_facet(scope):
+    """Whether ``scope`` asks for something only some roots have, which
+    its own index lists (an aggregate, a trait, a partition)."""
+    return bool(scope.trees or scope.root_required or
+                scope.partitions is not None)
 
 
 def admitted_roots(conn, scope):
@@ -72,12 +85,12 @@ def admitted_roots(conn, scope):
     many narrows the room index walk enough)."""
     dialect = conn.dialect.name
     if scope.roots is not None:
-        if not (scope.trees or scope.root_required or scope.root_forbidden):
+        if not (_lists_a_facet(scope) or scope.root_forbidden):
             return sorted(scope.roots)
         return sorted(row[0] for row in conn.execute(
             sa.select(_p.c.id).where(*root_clauses(_p.c.id, scope,
                                                    dialect))))
-    if not (scope.trees or scope.root_required):
+    if not _lists_a_facet(scope):
         return None
     found = {row[0] for row in _admitted_query(scope, dialect).execute(
         conn, {})}
@@ -93,7 +106,7 @@ def sampled_roots(conn, scope, size, residue):
     modulo their number over ``size``: only those are looked up, so its
     cost follows ``size``, not how many roots the scope admits (all
     1,000 of a 1% zone at 100,000 trees: 3 ms)."""
-    if scope.roots is not None or not (scope.trees or scope.root_required):
+    if scope.roots is not None or not _lists_a_facet(scope):
         return None
     rows = _sampled_query(scope, conn.dialect.name, size).execute(
         conn, {'residue': residue}).all()
@@ -149,22 +162,16 @@ def _from_a_facet(scope, dialect, size=None):
     database starts from the few that hold it, not from every root.
     With ``size``: a sample of about ``size`` of them (bound
     ``residue``), each beside the facet's number of holders."""
+    if not (scope.trees or scope.root_required):
+        return _in_partitions(scope, dialect, size)
     facet, held = _facet(scope, dialect)
     holder, joined = _holders(facet, dialect)
     columns, sampled = [holder.c.root_provider_id], []
     if size is not None:
         counted, counted_held = _facet(scope, dialect)
-        holders = (sa.select(sa.func.count().label('holders'))
-                   .select_from(counted).where(counted_held)
-                   .subquery('counted'))
-        joined = joined.join(holders, sa.true())
-        modulus = sa.case((holders.c.holders > size,
-                           holders.c.holders // size), else_=1)
-        hashed = (sa.cast(facet.c.provider_id, sa.BigInteger) *
-                  _HASH_FACTOR) % _HASH_PRIME
-        columns.append(holders.c.holders)
-        sampled.append(hashed % modulus == sa.bindparam(
-            'residue', type_=sa.Integer) % modulus)
+        joined, count, sampled = _sample(joined, counted, counted_held,
+                                         facet.c.provider_id, size)
+        columns.append(count)
     query = sa.select(*columns).distinct().select_from(joined).where(
         held, *sampled)
     if scope.root_required:
@@ -176,6 +183,42 @@ def _from_a_facet(scope, dialect, size=None):
         *db_filters.aggregate_clauses(holder.c.id, wanted, dialect),
         *root_clauses(holder.c.root_provider_id,
                       scope._replace(trees=scope.trees[1:]), dialect))
+
+
+def _sample(joined, counted, counted_held, holder_id, size):
+    """(``joined`` beside the facet's number of holders, that number, the
+    condition keeping about ``size`` holders: those whose id, hashed,
+    is ``residue`` modulo the holders over ``size``)."""
+    holders = (sa.select(sa.func.count().label('holders'))
+               .select_from(counted).where(counted_held)
+               .subquery('counted'))
+    modulus = sa.case((holders.c.holders > size,
+                       holders.c.holders // size), else_=1)
+    hashed = (sa.cast(holder_id, sa.BigInteger) * _HASH_FACTOR) % \
+        _HASH_PRIME
+    return (joined.join(holders, sa.true()), holders.c.holders,
+            [hashed % modulus == sa.bindparam(
+                'residue', type_=sa.Integer) % modulus])
+
+
+def _in_partitions(scope, dialect, size=None):
+    """``_from_a_facet`` of a scope whose only facet is its partitions:
+    the roots lying there, read from the index of each partition's
+    providers."""
+    def held(root):
+        return sa.and_(root.c.partition.in_(sorted(scope.partitions)),
+                       root.c.parent_provider_id.is_(None))
+
+    root = _p.alias('root')
+    joined, columns, sampled = root, [root.c.id], []
+    if size is not None:
+        counted = _p.alias('counted')
+        joined, count, sampled = _sample(joined, counted, held(counted),
+                                         root.c.id, size)
+        columns.append(count)
+    return sa.select(*columns).select_from(joined).where(
+        held(root), *sampled, *root_clauses(
+            root.c.id, scope._replace(partitions=None), dialect))
 
 
 def _facet(scope, dialect):
@@ -222,6 +265,11 @@ def root_clauses(root, scope, dialect):
                                        dialect))
     clauses += db_filters.trait_clauses(root, db_filters.Filters(
         scope.root_required, (), scope.root_forbidden, (), ()), dialect)
+    if scope.partitions is not None:
+        owner = _p.alias('owner')
+        clauses.append(sa.exists().where(
+            owner.c.id == root,
+            owner.c.partition.in_(sorted(scope.partitions))))
     for wanted in scope.trees:
         member = _p.alias()
         clauses.append(sa.exists().where(
@@ -240,7 +288,7 @@ def admits_most(scope):
             filters.required or filters.any_traits or filters.member_of)
 
     return (scope.roots is None and not scope.root_required and
-            not scope.trees and all(
+            not scope.trees and scope.partitions is None and all(
                 only_forbids(own) and only_forbids(tree)
                 for alternatives in scope.by_class.values()
                 for own, tree in alternatives))
@@ -250,7 +298,8 @@ def asks_of_the_root(scope, class_id):
     """Whether ``scope`` puts a condition on the root of a provider
     serving ``class_id`` (else only on the provider itself)."""
     return bool(scope.roots is not None or scope.root_required or
-                scope.root_forbidden or scope.trees or any(
+                scope.root_forbidden or scope.trees or
+                scope.partitions is not None or any(
                     tree is not None and any(tree)
                     for _own, tree in scope.by_class.get(class_id, ())))
 

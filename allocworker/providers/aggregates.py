@@ -6,6 +6,7 @@ to the provider, under its generation."""
 
 from allocworker.groups import topology
 from allocworker import items
+from allocworker import bindings
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
@@ -43,7 +44,8 @@ def _set(context, uuid, provider_generation, aggregates):
     policy.check(context, 'set_provider_aggregates', 'provider %s' % uuid)
     generation = retry.write(
         providers.replace_facet, uuid, provider_generation,
-        lambda conn, provider_id: _replace(conn, provider_id, aggregates))
+        lambda conn, provider_id: _replace(conn, provider_id, aggregates),
+        bindings.seen(context))
     return {'uuid': uuid, 'generation': generation,
             'aggregates': aggregates, 'status': 200}
 

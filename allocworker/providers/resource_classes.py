@@ -1,6 +1,6 @@
-"""Changing and removing custom resource classes: operations only
-Placement's HTTP API offers (its DELETE, and its PUT rename before 1.7).
-Creating and listing classes are RPC calls (``providers.rules``).
+"""Resource classes: creating and listing them (RPC calls), and changing
+and removing custom ones (operations only Placement's HTTP API offers:
+its DELETE, and its PUT rename before 1.7).
 
 Inventories, allocations and usage counters refer to a class by its id,
 so a rename carries them along in one statement: nothing else moves."""
@@ -90,3 +90,28 @@ def _write_name(name, new_name):
 def _taken(new_name):
     return codes.Fault(codes.RESOURCE_CLASS_EXISTS,
                        'Resource class already exists: %s' % new_name)
+
+
+def create_resource_class(context, name):
+    """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
+    return _allowed_one(context, 'create_resource_class', name,
+                        _create_resource_class, name)
+
+
+def _create_resource_class(name):
+    name = validation.custom_name(name)
+    created = retry.write(_insert_resource_class, name)
+    return {'name': name, 'created': created, 'status': 200}
+
+
+def _insert_resource_class(name):
+    with db.writer() as conn:
+        return db_classes.create(conn, name)
+
+
+def list_resource_classes(context):
+    if not policy.allowed(context, 'list_resource_classes'):
+        return []
+    with db.reader() as conn:
+        return [{'name': name, 'status': 200}
+                for name in db_classes.names(conn)]

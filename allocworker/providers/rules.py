@@ -8,6 +8,7 @@ these functions. Each returns a list of result items (dicts) or raises
 from oslo_db import exception as db_exc
 import os_resource_classes
 
+from allocworker import bindings
 from allocworker import capacity
 from allocworker import items
 from allocworker import partitions
@@ -52,22 +53,26 @@ def create_provider(context, uuid, name, parent_uuid=None, partition=None):
     """One provider; ``partition`` (RPC 1.6) None: its parent's, or
     ``default`` for a root."""
     return _allowed_one(context, 'create_provider', {'uuid': items.echo(uuid)},
-                        _create_provider, uuid, name, parent_uuid, partition)
+                        _create_provider, uuid, name, parent_uuid, partition,
+                        bindings.seen(context), bindings.home(context))
 
 
-def _create_provider(uuid, name, parent_uuid, partition):
+def _create_provider(uuid, name, parent_uuid, partition, view, home):
     uuid = validation.uuid(uuid, 'uuid')
     name = validation.string(name, 'name', max_length=200)
     parent_uuid = validation.optional_uuid(parent_uuid, 'parent_uuid')
     partition = partitions.optional(partition, 'partition')
     if parent_uuid == uuid:
         raise validation.invalid('parent_uuid must not be the provider itself')
-    retry.write(_insert_provider, uuid, name, parent_uuid, partition)
+    retry.write(_insert_provider, uuid, name, parent_uuid, partition, view,
+                home)
     with db.reader() as conn:
         return provider_item(db_providers.get(conn, uuid))
 
 
-def _insert_provider(uuid, name, parent_uuid, partition):
+def _insert_provider(uuid, name, parent_uuid, partition, view, home):
+    """``view``, ``home``: what a bound caller sees and where the roots it
+    creates land (``bindings``); None for a caller that sees all."""
     with db.writer() as conn:
         parent = None
         if parent_uuid is not None:
@@ -78,9 +83,12 @@ def _insert_provider(uuid, name, parent_uuid, partition):
                 raise codes.Fault(codes.PROVIDER_NOT_IN_BODY,
                                   'parent_uuid %s: no such provider'
                                   % parent_uuid)
+            bindings.check_writable(view, parent.partition,
+                                    'parent_uuid %s' % parent_uuid)
             partition = partitions.of_child(partition, parent.partition,
                                             parent_uuid)
-        partition = partition or partitions.DEFAULT
+        partition = partition or home or partitions.DEFAULT
+        bindings.check_writable(view, partition, 'partition %s' % partition)
         try:
             db_providers.create(
                 conn, uuid, name, partition, parent_id=parent and parent.id,
@@ -94,21 +102,22 @@ def _insert_provider(uuid, name, parent_uuid, partition):
 
 def delete_provider(context, uuid):
     return _allowed_one(context, 'delete_provider', {'uuid': items.echo(uuid)},
-                        _delete_provider, uuid)
+                        _delete_provider, uuid, bindings.seen(context))
 
 
-def _delete_provider(uuid):
+def _delete_provider(uuid, view):
     uuid = validation.uuid(uuid, 'uuid')
-    retry.write(_remove_provider, uuid)
+    retry.write(_remove_provider, uuid, view)
     return {'uuid': uuid, 'status': 200}
 
 
-def _remove_provider(uuid):
+def _remove_provider(uuid, view):
     with db.writer() as conn:
         row = db_providers.lock_by_uuid(conn, uuid)
         if row is None:
             raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                               'provider %s does not exist' % uuid)
+        bindings.check_writable(view, row.partition, 'provider %s' % uuid)
         if db_providers.has_children(conn, row.id):
             raise codes.Fault(codes.PROVIDER_IN_USE,
                               'Unable to delete parent resource provider '
@@ -136,12 +145,22 @@ def get_providers(context, uuids=None):
         found = db_providers.describe(
             conn, None if wanted is None else
             items.valid(wanted))
+    found = _seen(context, found)
     by_uuid = {provider.uuid: (provider, classes)
                for provider, classes in found}
     if wanted is None:
         return [described_item(p, c) for p, c in found]
     return [_lookup(by_uuid, raw, uuid, described_item)
             for raw, uuid in zip(uuids, wanted)]
+
+
+def _seen(context, described):
+    """What of ``described`` [(provider, classes)] ``context`` sees: a
+    provider of a partition it is not bound to is not found."""
+    view = bindings.seen(context)
+    if view is None:
+        return described
+    return [(p, c) for p, c in described if p.partition in view]
 
 
 def _denied_reads(context, call, uuids, key):
@@ -206,34 +225,38 @@ def set_inventories(context, provider_uuid, provider_generation, inventories,
     return _allowed_one(context, 'set_inventories',
                         {'uuid': items.echo(provider_uuid)}, _set_inventories,
                         provider_uuid, provider_generation, inventories,
-                        force)
+                        force, bindings.seen(context))
 
 
-def _set_inventories(provider_uuid, provider_generation, inventories, force):
+def _set_inventories(provider_uuid, provider_generation, inventories, force,
+                     view):
     provider_uuid = validation.uuid(provider_uuid, 'provider_uuid')
     validation.integer(provider_generation, 'provider_generation',
                        minimum=0, maximum=None)
     parsed = parse_inventories(inventories)
     validation.boolean(force, 'force')
     generation = retry.write(_replace_inventories, provider_uuid,
-                             provider_generation, parsed, force)
+                             provider_generation, parsed, force, view)
     return {'uuid': provider_uuid, 'generation': generation,
             'inventories': {n: inventory_dict(i) for n, i in parsed.items()},
             'status': 200}
 
 
-def _replace_inventories(provider_uuid, expected_generation, parsed, force):
+def _replace_inventories(provider_uuid, expected_generation, parsed, force,
+                         view):
     with db.writer() as conn:
         return replace_inventories_in(conn, provider_uuid,
-                                      expected_generation, parsed, force)
+                                      expected_generation, parsed, force,
+                                      view=view)
 
 
 def replace_inventories_in(conn, provider_uuid, expected_generation, parsed,
-                           force, reshaping=False):
+                           force, reshaping=False, view=None):
     """Replace a provider's inventories inside ``conn``'s transaction; its
     new generation. ``reshaping`` defers the in-use rules to
-    ``settle_inventories``, run once the allocations have moved too."""
-    row = lock_at_generation(conn, provider_uuid, expected_generation)
+    ``settle_inventories``, run once the allocations have moved too;
+    ``view``: the partitions a bound caller sees."""
+    row = lock_at_generation(conn, provider_uuid, expected_generation, view)
     class_ids = db_classes.ids_by_name(conn, parsed)
     for name in parsed:
         if name not in class_ids:
@@ -269,14 +292,17 @@ def _store_inventories(conn, provider_id, parsed, class_ids, used):
         forced)
 
 
-def lock_at_generation(conn, provider_uuid, expected_generation):
+def lock_at_generation(conn, provider_uuid, expected_generation, view=None):
     """Lock the provider for a write under its generation (None: whatever
-    it is): its row, or the 404 / generation-conflict fault."""
+    it is) by a caller seeing ``view`` (None: every partition): its row,
+    or the 404 / 403 / generation-conflict fault."""
     row = db_providers.lock_by_uuid(conn, provider_uuid)
     if row is None:
         raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                           'provider %s does not exist' % provider_uuid,
                           uuid=provider_uuid)
+    bindings.check_writable(view, row.partition,
+                            'provider %s' % provider_uuid)
     if expected_generation is not None and \
             row.generation != expected_generation:
         raise codes.Fault(
@@ -294,14 +320,14 @@ def moved_generation(conn, provider_uuid, row):
     return row.generation + 1
 
 
-def replace_facet(uuid, expected_generation, write):
+def replace_facet(uuid, expected_generation, write, view=None):
     """One transaction replacing a set of facts about a provider (its
     traits, its aggregates) under its generation: ``write(conn,
     provider_id)`` replaces them. The provider's new generation; with
     ``expected_generation`` None (aggregates before Placement's 1.19) it
-    is neither compared nor moved."""
+    is neither compared nor moved. ``view``: as ``lock_at_generation``'s."""
     with db.writer() as conn:
-        row = lock_at_generation(conn, uuid, expected_generation)
+        row = lock_at_generation(conn, uuid, expected_generation, view)
         write(conn, row.id)
         if expected_generation is None:
             return row.generation
@@ -316,7 +342,8 @@ def facet_item(context, uuid, key, read):
     policy.check(context, 'get_providers', 'provider %s' % uuid)
     with db.reader() as conn:
         provider = db_providers.get(conn, uuid)
-        if provider is None:
+        if provider is None or bindings.hides(bindings.seen(context),
+                                              provider.partition):
             raise codes.Fault(codes.PROVIDER_NOT_FOUND,
                               'provider %s does not exist' % uuid)
         found = read(conn, [provider.id])
@@ -365,7 +392,7 @@ def get_usages(context, provider_uuids):
     with db.stale_reader() as conn:   # reporting: may be a moment stale
         found = db_providers.describe(
             conn, [u for u in wanted if not isinstance(u, codes.Fault)])
-    by_uuid = {p.uuid: (p, c) for p, c in found}
+    by_uuid = {p.uuid: (p, c) for p, c in _seen(context, found)}
     return [_lookup(by_uuid, raw, uuid, _usage_item, key='provider_uuid')
             for raw, uuid in zip(provider_uuids, wanted)]
 
@@ -384,31 +411,3 @@ def describe_usage(uuids=None):
              'used': used, 'capacity': capacity.capacity(inv),
              'total': inv.total, 'reserved': inv.reserved}
             for p, classes in found for name, (inv, used) in classes.items()]
-
-
-# -- resource classes ----------------------------------------------------
-
-def create_resource_class(context, name):
-    """Create a CUSTOM_ class; creating an existing one is a no-op (200)."""
-    return _allowed_one(context, 'create_resource_class',
-                        {'name': items.echo(name)}, _create_resource_class,
-                        name)
-
-
-def _create_resource_class(name):
-    name = validation.custom_name(name)
-    created = retry.write(_insert_resource_class, name)
-    return {'name': name, 'created': created, 'status': 200}
-
-
-def _insert_resource_class(name):
-    with db.writer() as conn:
-        return db_classes.create(conn, name)
-
-
-def list_resource_classes(context):
-    if not policy.allowed(context, 'list_resource_classes'):
-        return []
-    with db.reader() as conn:
-        return [{'name': name, 'status': 200}
-                for name in db_classes.names(conn)]

@@ -3,6 +3,7 @@ resources (Placement's ``GET /resource_providers`` filters). The filters
 are a single-provider ``Group`` of the request syntax
 (``scheduling/request.py``), judged in SQL (``db/candidates.py``)."""
 
+from allocworker import bindings
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker import policy
@@ -19,23 +20,26 @@ from allocworker.db import traits as db_traits
 def find_providers(context, name=None, uuid=None, group=None):
     """Provider items (as get_providers', by name) passing every filter:
     the provider itself carries ``group``'s traits, is in its aggregates,
-    has room for its resources, and is in the tree of its ``in_tree``."""
+    has room for its resources, and is in the tree of its ``in_tree``;
+    only the partitions ``context`` sees (``bindings``)."""
     if uuid is not None:
         uuid = validation.uuid(uuid, 'uuid')
     policy.check(context, 'get_providers', 'providers')
     with (db.stale_reader() if CONF.api.stale_reads else
           db.reader()) as conn:
-        matching = _matching(conn, name, uuid, group)
+        matching = _matching(conn, name, uuid, group,
+                             bindings.seen(context))
         if not matching:
             return []
         described = db_providers.describe(conn, matching)
     return [providers.described_item(p, classes) for p, classes in described]
 
 
-def _matching(conn, name, uuid, group):
+def _matching(conn, name, uuid, group, partitions):
     if group is None:
         return db_candidates.matching_providers(
-            conn, db_filters.NO_FILTERS, name=name, uuid=uuid)
+            conn, db_filters.NO_FILTERS, name=name, uuid=uuid,
+            partitions=partitions)
     traits = group.required | group.forbidden | frozenset().union(
         *group.any_traits)
     trait_ids = db_traits.ids_by_name(conn, traits)
@@ -62,4 +66,4 @@ def _matching(conn, name, uuid, group):
     return db_candidates.matching_providers(
         conn, filters, [(class_ids[n], amount)
                         for n, amount in sorted(group.resources.items())],
-        in_tree, name, uuid)
+        in_tree, name, uuid, partitions)

@@ -7,6 +7,7 @@ import os_traits
 
 from allocworker import codes
 from allocworker import items
+from allocworker import bindings
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
@@ -104,7 +105,8 @@ def _set(context, uuid, provider_generation, traits, create_custom=False):
     policy.check(context, 'set_provider_traits', 'provider %s' % uuid)
     generation = retry.write(providers.replace_facet, uuid,
                              provider_generation,
-                             _replacing(traits, create_custom))
+                             _replacing(traits, create_custom),
+                             bindings.seen(context))
     return {'uuid': uuid, 'generation': generation, 'traits': traits,
             'status': 200}
 

@@ -17,6 +17,7 @@ partition, and changing a tree's partition is held to the same rule.
 
 from oslo_db import exception as db_exc
 
+from allocworker import bindings
 from allocworker import codes
 from allocworker import items
 from allocworker import partitions
@@ -44,12 +45,14 @@ def _update(context, uuid, name, parent_uuid):
     if parent_uuid is not KEEP:
         parent_uuid = validation.optional_uuid(parent_uuid, 'parent_uuid')
     policy.check(context, 'update_provider', 'provider %s' % uuid)
-    retry.write(_write, uuid, name, parent_uuid)
+    retry.write(_write, uuid, name, parent_uuid, bindings.seen(context))
     with db.reader() as conn:
         return providers.provider_item(db_providers.get(conn, uuid))
 
 
-def _write(uuid, name, parent_uuid):
+def _write(uuid, name, parent_uuid, view):
+    """``view``: the partitions a bound caller sees and writes (None:
+    every one); the provider and a new parent must lie in them."""
     with db.writer() as conn:
         current = db_providers.get(conn, uuid)
         if current is None:
@@ -69,6 +72,11 @@ def _write(uuid, name, parent_uuid):
         if provider_id not in locked or (parent_id is not None and
                                          parent_id not in locked):
             raise db.ConcurrentUpdate(uuid)
+        bindings.check_writable(view, locked[provider_id].partition,
+                                'provider %s' % uuid)
+        if parent_id is not None:
+            bindings.check_writable(view, locked[parent_id].partition,
+                                    'parent_uuid %s' % parent_uuid)
         # Renamed first, in the partition it lies in now, so that a move
         # to another partition judges the names it will have there.
         if name != current.name:

@@ -44,6 +44,7 @@ filters the roots. Candidates are advice: ``allocate`` judges again.
 import collections
 import random
 
+from allocworker import bindings
 from allocworker import capacity
 from allocworker import codes
 from allocworker.conf import CONF
@@ -84,6 +85,7 @@ _Plan = collections.namedtuple('_Plan', [
 
 def allocation_candidates(context, request, limit=None, nested=True):
     policy.check(context, 'allocation_candidates', 'allocation candidates')
+    request = scoped(context, request)
     if CONF.api.stale_reads:
         with db.stale_reader(snapshot=True) as conn:
             return find(request, limit,
@@ -92,6 +94,13 @@ def allocation_candidates(context, request, limit=None, nested=True):
     return find(request, limit,
                 randomize=CONF.api.randomize_allocation_candidates,
                 nested=nested)
+
+
+def scoped(context, request, where='request'):
+    """``request`` searching only the partitions ``context`` sees, or
+    those of them it names (``bindings.asked``; 403 for others)."""
+    return request._replace(partitions=bindings.asked(
+        context, request.partitions, where + '.partitions'))
 
 
 def find(request, limit=None, randomize=False, conn=None, nested=True):
@@ -148,7 +157,7 @@ def admitted(conn, request):
 # the roots the filters admit, what lists them all; else None.
 _Prepared = collections.namedtuple('_Prepared', [
     'search', 'class_ids', 'shared_classes', 'allowed', 'root_required',
-    'root_forbidden', 'filtered', 'scope', 'rest'])
+    'root_forbidden', 'filtered', 'scope', 'rest', 'partitions'])
 
 
 def _prepare(conn, request, nested, distinct=False, roots=None,
@@ -178,7 +187,7 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
     root_required = [trait_ids[t] for t in request.root_required]
     root_forbidden = [trait_ids[t] for t in request.root_forbidden]
     scope = windows.scope_of(plans, root_required, root_forbidden, shared,
-                             allowed)
+                             allowed, request.partitions)
     admitted, rest = _admitted(conn, scope, sample)
     if admitted is not None:
         if not admitted:
@@ -189,10 +198,12 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
         scope = db_narrowing.Scope(allowed, (), (), (), scope.by_class)
         root_required = root_forbidden = []
     # Root filters leave gaps between a slice's roots.
-    filtered = allowed is not None or bool(request.root_required or
-                                           request.root_forbidden)
+    filtered = allowed is not None or bool(
+        request.root_required or request.root_forbidden or
+        request.partitions is not None)
     return _Prepared(search, class_ids, shared, allowed, root_required,
-                     root_forbidden, filtered, scope, rest)
+                     root_forbidden, filtered, scope, rest,
+                     None if allowed is not None else request.partitions)
 
 
 def _admitted(conn, scope, sample):
@@ -391,7 +402,8 @@ def _slices(conn, prepared, randomize):
             chunk = db_candidates.roots(conn, after, size, before,
                                         prepared.root_required,
                                         prepared.root_forbidden,
-                                        prepared.allowed)
+                                        prepared.allowed,
+                                        prepared.partitions)
             if not chunk:
                 break
             yield chunk

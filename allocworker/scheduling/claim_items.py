@@ -11,6 +11,7 @@ from allocworker import items as item_results
 from allocworker import policy
 from allocworker import validation
 from allocworker.conf import CONF
+from allocworker.scheduling import candidates
 from allocworker.scheduling import choosing
 from allocworker.scheduling import lookup
 
@@ -70,5 +71,14 @@ def parsed(context, items):
             if request.idempotency_key:
                 # A repeat is the same claim only with the same request.
                 request = request._replace(digest=writes.item_digest(raw))
-            result.append(Claim(request, *mine))
+            result.append(_scoped(context, Claim(request, *mine)))
     return result
+
+
+def _scoped(context, claim):
+    """``claim`` searching the partitions its caller sees, or its 403."""
+    try:
+        return claim._replace(wanted=candidates.scoped(
+            context, claim.wanted, 'items[%d].request' % claim.request.index))
+    except codes.Fault as fault:
+        return fault

@@ -134,7 +134,8 @@ class Search(object):
             if rows is None:
                 rows = read[asked] = db_candidates.suppliers(
                     self.conn, roots, class_id, amount, plan.filters,
-                    plan.tree_filters, plan.in_tree, self.sharing, sharing)
+                    plan.tree_filters, plan.in_tree, self.sharing, sharing,
+                    self.request.partitions)
             by_anchor = collections.defaultdict(set)
             for provider, anchor in rows:
                 if anchor in members:

@@ -21,6 +21,7 @@ def get_allocation_candidates(context, request, limit=1000):
     validation.integer(limit, 'limit', minimum=1)
     policy.check(context, 'get_allocation_candidates',
                  'allocation candidates')
+    wanted = scheduling_candidates.scoped(context, wanted)
     with db.snapshot() as conn:
         found = find(conn, wanted, limit)
     return [dict(candidate, status=200) for candidate in found]

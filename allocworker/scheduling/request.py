@@ -5,7 +5,8 @@ Interface
 ---------
 ``parse_request(raw)`` -> ``Request``
     ``raw`` is design §3's request dict: ``{"groups": [G, ...],
-    "group_policy"?, "same_subtree"?, "root_required"?}`` with each ``G``
+    "group_policy"?, "same_subtree"?, "root_required"?, "partitions"?}``
+    with each ``G``
     ``{"resources": {class: int} (at least one), "required"?: [trait,
     "!trait", "in:T1,T2"], "member_of"?: [agg, "in:A,B", "!in:A,B",
     "!agg"], "in_tree"?: uuid}``. Group 0 is the unnumbered group; its
@@ -19,7 +20,9 @@ Interface
 ``Request``: ``groups`` (tuple of ``Group``, the unnumbered one first
 when there is one), ``group_policy`` (``"none"``/``"isolate"``),
 ``same_subtree`` (tuple of tuples of indices into ``groups``),
-``root_required`` and ``root_forbidden`` (frozensets of traits).
+``root_required`` and ``root_forbidden`` (frozensets of traits),
+``partitions`` (frozenset of the partitions searched, None for every
+one the caller sees; RPC 1.6).
 
 ``Group``: ``label``; ``single_provider`` (False only for the
 unnumbered group, whose classes may come from several providers of one
@@ -34,6 +37,7 @@ aggregate of each), ``forbidden_aggregates`` (frozenset); ``in_tree``
 
 import collections
 
+from allocworker import partitions
 from allocworker import validation
 
 Group = collections.namedtuple('Group', [
@@ -42,7 +46,7 @@ Group = collections.namedtuple('Group', [
 
 Request = collections.namedtuple('Request', [
     'groups', 'group_policy', 'same_subtree', 'root_required',
-    'root_forbidden'])
+    'root_forbidden', 'partitions'], defaults=(None,))
 
 POLICIES = ('none', 'isolate')
 MAX_GROUPS = 64
@@ -61,7 +65,8 @@ def parse_request(raw):
     field = 'request'
     validation.mapping(raw, field)
     validation.only_keys(raw, field, ('groups', 'group_policy',
-                                      'same_subtree', 'root_required'))
+                                      'same_subtree', 'root_required',
+                                      'partitions'))
     groups = validation.required(raw, field, 'groups')
     if not isinstance(groups, list) or not groups:
         raise validation.invalid('request.groups must be a non-empty list')
@@ -90,7 +95,20 @@ def parse_request(raw):
             'request.root_required both requires and forbids %s'
             % ', '.join(sorted(required & forbidden)))
     return Request(parsed, policy, subtrees, frozenset(required),
-                   frozenset(forbidden))
+                   frozenset(forbidden), _rpc_partitions(raw))
+
+
+def _rpc_partitions(raw):
+    """The request's ``partitions``: a non-empty list of partition
+    names, or None when absent."""
+    if raw.get('partitions') is None:
+        return None
+    names = raw['partitions']
+    if not isinstance(names, list) or not names:
+        raise validation.invalid('request.partitions must be a non-empty '
+                                 'list of partition names')
+    return frozenset(partitions.parse(name, 'request.partitions[%d]' % n)
+                     for n, name in enumerate(names))
 
 
 def _rpc_group(raw, index):

@@ -55,12 +55,14 @@ def anchoring_amounts(request, class_ids, shared):
     return {c: a for c, a in amounts.items() if c not in shared}
 
 
-def scope_of(plans, root_required, root_forbidden, shared, roots=None):
+def scope_of(plans, root_required, root_forbidden, shared, roots=None,
+             partitions=None):
     """The ``db/narrowing.Scope`` of a request searched by ``plans`` (one
     per group: its classes, the filters it asks of its providers), with
     ``root_required`` and ``root_forbidden`` trait ids, ``shared`` the
-    class ids a sharing provider offers, and ``roots`` the roots its
-    ``in_tree`` allows (or None).
+    class ids a sharing provider offers, ``roots`` the roots its
+    ``in_tree`` allows and ``partitions`` those its roots may lie in
+    (each None for any).
 
     A group that asks some class no sharing provider offers takes it
     from a provider of the candidate's own tree, so what the group asks
@@ -83,7 +85,7 @@ def scope_of(plans, root_required, root_forbidden, shared, roots=None):
                    for own, tree in alternatives)}
     return narrowing.Scope(None if roots is None else frozenset(roots),
                            tuple(root_required), tuple(root_forbidden),
-                           tuple(trees), by_class)
+                           tuple(trees), by_class, partitions)
 
 
 def _asked_of_the_tree(plan, anchoring, shared):

@@ -16,6 +16,7 @@ from allocworker.allocations import writes as allocations
 from allocworker import codes
 from allocworker.db import api as db
 from allocworker.providers import aggregates
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 from allocworker.providers import traits
 from allocworker.scheduling import candidates
@@ -29,7 +30,8 @@ SHARES = 'MISC_SHARES_VIA_AGGREGATE'
 def custom(kind='class'):
     name = 'CUSTOM_T%s' % uuid.uuid4().hex[:12].upper()
     if kind == 'class':
-        assert providers.create_resource_class(None, name)[0]['status'] == 200
+        assert resource_classes.create_resource_class(
+            None, name)[0]['status'] == 200
     else:
         assert traits.create_trait(None, name)[0]['status'] == 200
     return name

@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from allocworker.allocations import writes as allocations
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 
 pytestmark = pytest.mark.usefixtures('service_layer')
@@ -160,14 +161,15 @@ def test_unknown_resource_class_in_inventory():
 
 def test_custom_resource_classes():
     name = 'CUSTOM_' + uuid.uuid4().hex.upper()
-    item, = providers.create_resource_class(None, name)
+    item, = resource_classes.create_resource_class(None, name)
     assert item == {'name': name, 'created': True, 'status': 200}
-    item, = providers.create_resource_class(None, name)
+    item, = resource_classes.create_resource_class(None, name)
     assert item == {'name': name, 'created': False, 'status': 200}
-    names = [i['name'] for i in providers.list_resource_classes(None)]
+    names = [i['name'] for i in
+             resource_classes.list_resource_classes(None)]
     assert name in names and 'VCPU' in names and 'PCI_DEVICE' in names
     for bad in ('VCPU', 'CUSTOM_lower', 'CUSTOM_', 'custom_x', 5):
-        item, = providers.create_resource_class(None, bad)
+        item, = resource_classes.create_resource_class(None, bad)
         assert code(item) == (400, 'invalid_request'), bad
 
 

@@ -24,6 +24,7 @@ LAYERS = [
     ('allocworker.from_placement', 4),
     ('allocworker.books', 4), ('allocworker.upkeep', 4),
     ('allocworker.retry', 3), ('allocworker.policy', 3),
+    ('allocworker.bindings', 3),
     ('allocworker.items', 3),
     ('allocworker.notifications', 3), ('allocworker.audit', 3),
     ('allocworker.db', 2), ('allocworker.rpc', 2),

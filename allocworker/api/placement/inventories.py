@@ -14,6 +14,7 @@ from allocworker.api.placement import http
 from allocworker.api.placement import providers as rp
 from allocworker.api.placement import schemas
 from allocworker import codes
+from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 
 # How each of Placement's inventory handlers words what can go wrong in
@@ -74,7 +75,7 @@ def _known(request, resource_class):
     """Whether the class exists: Placement words a missing inventory of a
     class that does not exist otherwise (only its refusals ask)."""
     return resource_class in {c['name'] for c in faults.call(
-        providers.list_resource_classes, request.context)}
+        resource_classes.list_resource_classes, request.context)}
 
 
 def _check_reserved(request, uuid, inventories, verb):

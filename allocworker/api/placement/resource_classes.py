@@ -6,7 +6,6 @@ from allocworker.api.placement import http
 from allocworker.api.placement import schemas
 from allocworker import codes
 from allocworker.providers import resource_classes
-from allocworker.providers import rules as providers
 
 
 def _url(name):
@@ -18,8 +17,8 @@ def _representation(name):
 
 
 def _names(request):
-    return [i['name'] for i in faults.call(providers.list_resource_classes,
-                                           request.context)]
+    return [i['name'] for i in faults.call(
+        resource_classes.list_resource_classes, request.context)]
 
 
 def _since(request, minor):
@@ -42,7 +41,7 @@ def show(request, name):
 
 def _create(request, name):
     http.validate({'name': name}, schemas.resource_class())
-    item, = providers.create_resource_class(request.context, name)
+    item, = resource_classes.create_resource_class(request.context, name)
     if item.get('code') == 'invalid_request':
         raise http.bad_request(item['detail'])
     return faults.checked(item)['created']
