@@ -187,6 +187,62 @@ def _claims_domains(result):
                  'CPU ms per call (worker + db)'], rows)))
 
 
+def _claims_partitions(result):
+    """The partitions target: a bound caller's calls on a split cloud
+    over the same calls on a cloud of its partition's size alone."""
+    header = ['call', 'c', 'split p50 / p99 ms', 'own p50 / p99 ms',
+              'split / own p50', 'target', 'met', 'calls/s split / own',
+              'CPU ms split (worker + db)', 'CPU ms own (worker + db)',
+              'not 200 or misplaced (split / own)']
+    rows = []
+    for row in result['rows']:
+        split, own = row['split'], row['own']
+        call = {'claim_spread': 'claim, strategy spread',
+                'claim_pack': 'claim, strategy pack',
+                'candidates': 'get_allocation_candidates, limit=%s'
+                % row['limit']}.get(row['row'], row['row'])
+        rows.append([
+            call, row['concurrency'],
+            '%s / %s' % (split['p50_ms'], split['p99_ms']),
+            '%s / %s' % (own['p50_ms'], own['p99_ms']),
+            row['ratio']['p50_ms'], '<= %s' % row['target'],
+            'yes' if row['met'] else 'no',
+            '%s / %s' % (split['per_s'], own['per_s']),
+            '%s + %s' % (split['worker_cpu_ms'], split['db_cpu_ms']),
+            '%s + %s' % (own['worker_cpu_ms'], own['db_cpu_ms']),
+            '%d / %d' % tuple(sum(side[k] for k in (
+                'non_200', 'violations', 'errors', 'short'))
+                for side in (split, own))])
+    first = result['rows'][0]
+    split, own = first['sides']['split'], first['sides']['own']
+    answer = [row['candidates_per_answer'] for row in result['rows']
+              if row.get('candidates_per_answer')]
+    return ('### A bound caller on %d partitions of %s trees '
+            '(`claims_partitions`)\n\n'
+            'Every call made as `%s`, bound to partition `%s` by '
+            '`[partitions] bindings`, on two clouds of flat roots measured '
+            'in alternating windows of the same run: **split**, %s roots '
+            'dealt in turn into partitions `%s` .. `%s`, `[partitions] '
+            'bindings` binding a user to each; **own**, %s '
+            'roots all in `%s`, binding `%s` alone. Each side bulk-loaded '
+            'into a fresh %s database of its own and served by an '
+            '`allocworker-worker` of its own (%d processes, `[database] '
+            'max_overflow = 10`), CPU read per side. Target: split / own '
+            'p50 <= %s (the partition narrows the window, it is never a '
+            'filter applied after it). Checked per answer: status 200, '
+            'every claimed or candidate root in `%s`%s. %s\n\n%s' % (
+                len(split['partitions']), '{:,}'.format(split['trees']),
+                first['user'], first['partition'],
+                '{:,}'.format(split['trees']), split['partitions'][0],
+                split['partitions'][-1], '{:,}'.format(own['trees']),
+                first['partition'], first['user'],
+                {'postgresql': 'PostgreSQL', 'mysql': 'MariaDB',
+                 'sqlite': 'SQLite'}.get(first['backend'], first['backend']),
+                first['workers'], first['target'], first['partition'],
+                ', %d candidates a search' % answer[0] if answer else '',
+                _source(result), _table(header, rows)))
+
+
 def _generic(result):
     """A file no renderer knows yet: its rows' scalar fields."""
     rows = result['rows']
@@ -199,6 +255,7 @@ def _generic(result):
 
 RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix,
              'claims_domains': _claims_domains,
+             'claims_partitions': _claims_partitions,
              'candidates_shapes': _candidates_shapes}
 
 
