@@ -13,7 +13,7 @@ Interface
 ``Candidate``: ``root_uuid`` (the tree the candidate is anchored in),
     ``allocations`` {provider uuid: {class: amount}}, ``mappings``
     {group label: [provider uuids]}.
-``providers``: {uuid: ``Summary(uuid, parent_uuid, root_uuid,
+``providers``: {uuid: ``summaries.Summary(uuid, parent_uuid, root_uuid,
     resources {class: {"capacity", "used"}}, traits [in trait id
     order])}`` for every provider of every tree a candidate allocates
     from.
@@ -45,7 +45,6 @@ import collections
 import random
 
 from allocworker import bindings
-from allocworker import capacity
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker import policy
@@ -59,6 +58,7 @@ from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
 from allocworker.scheduling import choosing
 from allocworker.scheduling import combine
+from allocworker.scheduling import summaries
 from allocworker.scheduling import windows
 
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
@@ -73,9 +73,6 @@ Candidate = collections.namedtuple('Candidate', ['root_uuid', 'allocations',
 Found = collections.namedtuple('Found', ['candidates', 'providers', 'ids',
                                          'tree_free', 'tree_used'],
                                defaults=(None, None, None))
-Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
-                                             'root_uuid', 'resources',
-                                             'traits'])
 # One group's search: its classes as (name, id, amount), the SQL filters.
 # ``asked``: every filter of the group, as asked (narrowing.Scope's input).
 _Plan = collections.namedtuple('_Plan', [
@@ -231,28 +228,34 @@ def _found(conn, prepared, seen, limit, randomize, nested):
     found = _every(conn, prepared, seen, limit, randomize)
     if randomize:
         random.shuffle(found)
-    return Found(found, _summaries(conn, found, nested))
+    return Found(list(found), summaries.of_listing(conn, found, nested))
+
+
+class _Listing(list):
+    """Candidates; ``kept``: what the search read of their trees."""
 
 
 def _every(conn, prepared, seen, limit, randomize=False):
-    """Every candidate (up to ``limit``) over the whole cloud, a slice of
-    roots at a time."""
-    found = []
+    """Every candidate (up to ``limit``, in a ``_Listing``) over the
+    whole cloud, a slice of roots at a time."""
+    found = _Listing()
+    found.kept = combine.Kept()
     for chunk in _slices(conn, prepared, randomize):
         found.extend(_in_slice(conn, prepared, chunk, seen, None
-                               if limit is None else limit - len(found)))
+                               if limit is None else limit - len(found),
+                               found.kept))
         if limit is not None and len(found) >= limit:
             break
     return found
 
 
-def _in_slice(conn, prepared, chunk, seen, limit=None):
+def _in_slice(conn, prepared, chunk, seen, limit=None, kept=None):
     """The candidates anchored at a slice of roots (sorted ids), read by
-    their range unless the filters leave too many gaps in it."""
+    their range unless the filters leave too many gaps in it; ``kept``
+    gains what was read of their trees (``combine.Search.slice``)."""
     return prepared.search.slice(
-        chunk, seen, limit, ranged=not prepared.filtered or
-        db_candidates.count_roots(conn, chunk[0], chunk[-1]) <=
-        2 * len(chunk))
+        chunk, seen, limit, not prepared.filtered or
+        db_candidates.range_pays(conn, chunk), kept)
 
 
 def _weighed(conn, found, nodes=None):
@@ -275,56 +278,20 @@ def _weighed(conn, found, nodes=None):
     db_providers.note_roots(conn, {pid: n.root_id
                                    for pid, n in nodes.items()})
     inventories = db_candidates.inventories(conn, set(nodes))
-    summaries, tree_free = {}, collections.defaultdict(
-        collections.Counter)
+    used_by, tree_free = {}, collections.defaultdict(collections.Counter)
     tree_used = collections.Counter()
     for pid, node in nodes.items():
-        resources = _resources(inventories[pid])
+        resources = summaries.resources(inventories[pid])
         if node.root_id in roots:
             root_uuid = nodes[node.root_id].uuid
             for name, r in resources.items():
                 tree_free[root_uuid][name] += r['capacity'] - r['used']
                 tree_used[root_uuid] += r['used']
         if node.uuid in used:
-            summaries[node.uuid] = Summary(node.uuid, None, None, resources,
-                                           [])
-    return Found(found, summaries, {n.uuid: pid for pid, n in nodes.items()},
+            used_by[node.uuid] = summaries.Summary(
+                node.uuid, None, None, resources, [])
+    return Found(found, used_by, {n.uuid: pid for pid, n in nodes.items()},
                  tree_free, tree_used)
-
-
-def _summaries(conn, found, nested, traits=True):
-    """Every provider of the trees the candidates allocate from (only
-    the providers used, when not ``nested``); without their traits
-    unless ``traits``."""
-    used = {u for c in found for u in c.allocations}
-    if not used:
-        return {}
-    by_uuid = {n.uuid: n for n in db_candidates.nodes_by_uuid(conn, used)}
-    if nested:
-        nodes = db_candidates.nodes(
-            conn, {n.root_id for n in by_uuid.values()})
-    else:
-        nodes = {n.id: n for n in by_uuid.values()}
-    uuids = {n.id: n.uuid for n in nodes.values()}
-    missing = {n.root_id for n in nodes.values()} | {
-        n.parent_id for n in nodes.values() if n.parent_id}
-    missing -= set(uuids)
-    uuids.update({n.id: n.uuid for n in db_candidates.nodes(
-        conn, (), missing).values()})
-    inventories = db_candidates.inventories(conn, set(nodes))
-    traits = db_candidates.traits(conn, set(nodes)) if traits else {}
-    return {node.uuid: Summary(
-        node.uuid, uuids.get(node.parent_id), uuids[node.root_id],
-        _resources(inventories[pid]), list(traits.get(pid, ())))
-        for pid, node in nodes.items()}
-
-
-def _resources(inventories):
-    """A summary's resources: {class: {"capacity", "used"}} of one
-    provider's {class: (Inventory, used)}."""
-    return {name: {'capacity': int(capacity.capacity(inventory)),
-                   'used': used}
-            for name, (inventory, used) in inventories.items()}
 
 
 def _trait_ids(conn, request):

@@ -24,6 +24,44 @@ _Facts = collections.namedtuple('_Facts', ['nodes', 'traits', 'inventories',
                                            'sharing'])
 
 
+class Kept(object):
+    """What a search read: ``nodes`` {id: Node} (every provider of the
+    trees of the root ids in ``whole``), and per kind ``facts[kind]`` {id:
+    traits [names], inventories {class: (Inventory, used)}, or sharing
+    True} of the ids in ``read[kind]`` (those without one are absent)."""
+
+    KINDS = ('traits', 'inventories', 'sharing')
+
+    def __init__(self):
+        self.nodes, self.whole = {}, set()
+        self.facts = {kind: {} for kind in self.KINDS}
+        self.read = {kind: set() for kind in self.KINDS}
+
+    def lookup(self, kind, ids, read, *args):
+        """{id: fact} of ``ids`` that have the fact: kept, or read by
+        ``read(*args, missing ids)`` (then kept too)."""
+        missing = set(ids) - self.read[kind]
+        if missing:
+            self.add(kind, missing, read(*args, missing))
+        facts = self.facts[kind]
+        return {i: facts[i] for i in ids if i in facts}
+
+    def add(self, kind, ids, facts):
+        """``facts`` {id: fact} read of ``ids``."""
+        self.read[kind].update(ids)
+        self.facts[kind].update(facts)
+
+    def keep(self, other, roots):
+        """Add what ``other`` read of the trees of ``roots``."""
+        ids = {pid for pid, n in other.nodes.items() if n.root_id in roots}
+        self.nodes.update((pid, other.nodes[pid]) for pid in ids)
+        self.whole |= other.whole & roots
+        for kind in self.KINDS:
+            self.read[kind] |= other.read[kind] & ids
+            self.facts[kind].update(
+                (i, f) for i, f in other.facts[kind].items() if i in ids)
+
+
 class Search(object):
     """``distinct``: one candidate per distinct set of allocations (what
     a claim writes), not per way of mapping groups onto them: of
@@ -56,17 +94,30 @@ class Search(object):
             n for n, count in named.items() if count > 1}
         self.twin = [_earlier_twin(request, plans, i) if distinct else None
                      for i in range(len(plans))]
-        self.nodes = {}
+        # What the slice being searched read, and its providers' nodes.
+        self.kept = Kept()
+        self.nodes = self.kept.nodes
 
-    def slice(self, chunk, seen, want, ranged=False):
+    def slice(self, chunk, seen, want, ranged=False, kept=None):
         """Up to ``want`` new candidates (not in ``seen``, which grows)
         anchored at the root ids of ``chunk``, in root order.
         ``ranged``: ask the database for the roots between the chunk's
         first and last (cheaper than a list when few others lie between;
-        rows of those others are dropped here)."""
+        rows of those others are dropped here). ``kept`` (a ``Kept``)
+        gains what was read of the trees the candidates allocate from
+        (what their summaries show), not of the others."""
+        self.kept = Kept()
+        self.nodes = self.kept.nodes
+        result = self._slice(chunk, seen, want, ranged)
+        if kept is not None and result:
+            by_uuid = {n.uuid: n for n in self.nodes.values()}
+            kept.keep(self.kept, {by_uuid[u].root_id for c in result
+                                  for u in c.allocations})
+        return result
+
+    def _slice(self, chunk, seen, want, ranged):
         members = set(chunk)
         roots = (chunk[0], chunk[-1]) if ranged else members
-        self.nodes = {}
         found = []
         # Groups that ask the same (eight numbered groups of one VGPU
         # each) read their suppliers once.
@@ -95,25 +146,53 @@ class Search(object):
 
     def _read_batch(self, batch, found, want):
         """``_Facts`` of a batch of anchors: the providers their groups'
-        rows involve, read once for every combination built on them."""
+        rows involve, read once for every combination built on them and
+        the slice's later batches (a sharing provider serves many)."""
         involved = {p for f in found for a in batch
                     for p in _providers(f[a])}
-        nodes = db_candidates.nodes(self.conn, batch, involved)
-        if self.request.same_subtree:
-            missing = {nodes[p].root_id for p in involved} - set(batch)
-            nodes.update(db_candidates.nodes(self.conn, missing))
-        # Every provider of the trees and those the candidates use: what
-        # a claim weighs them with (candidates._weighed).
-        self.nodes.update(nodes)
-        traits = (db_candidates.traits(self.conn, involved)
-                  if self.trait_check else {})
-        inventories = (db_candidates.inventories(self.conn, involved)
-                       if self.shared_classes else {})
-        # Only a listing (a thousand candidates, not a claim's few) is
-        # worth a read to skip the duplicate key where it cannot match.
-        sharing = (db_traits.carrying(self.conn, self.sharing, involved)
-                   if want is not None else None)
+        # Only a listing (a thousand candidates, not a claim's few) tells
+        # which carry the sharing trait, to skip the duplicate key where
+        # it cannot match: none does when none with it offers a class.
+        carrying = want is not None and self.sharing is not None and (
+            self.offered_by_sharing is None or bool(self.offered_by_sharing))
+        nodes = self._nodes(batch, involved, carrying)
+        traits = self.kept.lookup('traits', involved, db_candidates.traits,
+                                  self.conn) if self.trait_check else {}
+        inventories = self.kept.lookup(
+            'inventories', involved, db_candidates.inventories,
+            self.conn) if self.shared_classes else {}
+        sharing = None if want is None else set()
+        if carrying:  # the nodes' read told (a gap is read here)
+            sharing = set(self.kept.lookup('sharing', involved, self._carry))
         return _Facts(nodes, traits, inventories, sharing)
+
+    def _carry(self, ids):
+        return dict.fromkeys(
+            db_traits.carrying(self.conn, self.sharing, ids), True)
+
+    def _nodes(self, batch, involved, carrying):
+        """{id: Node} of the trees of ``batch`` and of ``involved`` (with
+        same_subtree, of their trees whole; when ``carrying``, which of
+        them carry the sharing trait too), unless the slice read them,
+        which the slice's ``nodes`` gain: what a claim weighs the trees
+        and the providers used with (candidates._weighed)."""
+        known, whole = self.nodes, self.kept.whole
+        nodes, sharing = db_candidates.nodes_carrying(
+            self.conn, batch, involved - set(known),
+            self.sharing if carrying else None)
+        if carrying:
+            self.kept.add('sharing', nodes, dict.fromkeys(sharing, True))
+        nodes.update((p, known[p]) for p in involved if p in known)
+        whole.update(batch)
+        if self.request.same_subtree:
+            trees = {nodes[p].root_id for p in involved} - set(batch)
+            done = trees & whole
+            nodes.update(db_candidates.nodes(self.conn, trees - done))
+            nodes.update((p, n) for p, n in known.items()
+                         if n.root_id in done)
+            whole |= trees
+        known.update(nodes)
+        return nodes
 
     def _group_rows(self, plan, roots, members, read):
         """{anchor: rows}: for a numbered group the set of providers that

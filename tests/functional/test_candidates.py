@@ -22,6 +22,7 @@ from allocworker.providers import traits
 from allocworker.scheduling import candidates
 from allocworker.scheduling import placement_query
 from allocworker.scheduling import request as request_syntax
+from allocworker.scheduling import summaries
 
 pytestmark = pytest.mark.usefixtures('service_layer')
 SHARES = 'MISC_SHARES_VIA_AGGREGATE'
@@ -227,7 +228,7 @@ def test_candidates_and_summaries_are_read_in_one_snapshot(monkeypatch):
     reads: the summaries show the usage the candidates were judged on."""
     cls = custom()
     host = provider({cls: 4})
-    read_summaries = candidates._summaries
+    read_summaries = summaries.of_listing
 
     def summaries_after_a_write(conn, found, nested):
         item, = allocations.allocate(None, [{
@@ -237,7 +238,7 @@ def test_candidates_and_summaries_are_read_in_one_snapshot(monkeypatch):
         assert item['status'] == 200
         return read_summaries(conn, found, nested)
 
-    monkeypatch.setattr(candidates, '_summaries', summaries_after_a_write)
+    monkeypatch.setattr(summaries, 'of_listing', summaries_after_a_write)
     found = find(groups=[{'resources': {cls: 2}}])
     assert [c.root_uuid for c in found.candidates] == [host]
     assert found.providers[host].resources[cls]['used'] == 0

@@ -182,8 +182,9 @@ def test_claims_land_where_their_filters_say_as_a_model_does(
 
 def test_every_shape_lands_right_under_concurrent_claims_and_allocates(rpc):
     """Four zone roots, six rare ones, two disabled, twelve plain, eight
-    units each: every claim and allocate fits, so every one answers 200
-    and each claim lands where its filters say."""
+    units each (the plain ones, which allocates aim at random and claims
+    may take too, sixteen): every claim and allocate fits, so every one
+    answers 200 and each claim lands where its filters say."""
     from allocworker.providers import traits as provider_traits
     rare = 'CUSTOM_RARE_%s' % uuid.uuid4().hex[:8].upper()
     assert provider_traits.create_trait(None, rare)[0]['status'] == 200
@@ -191,7 +192,7 @@ def test_every_shape_lands_right_under_concurrent_claims_and_allocates(rpc):
     name = slot_class(rpc)
     cloud = Cloud(rpc, name, rare, [(8, [], [zone])] * 4 +
                   [(8, [rare], [])] * 6 + [(8, [DISABLED], [])] * 2 +
-                  [(8, [], [])] * 12)
+                  [(16, [], [])] * 12)
     plain = cloud.roots[12:]
     shapes = ([{'member_of': [zone]}] * 12 + [{'required': [rare]}] * 8 +
               [{'required': ['!' + DISABLED]}] * 20 +
