@@ -1,7 +1,9 @@
-"""A real Keystone for the project-limit tests (tools/keystone.sh): served
-from a copy of a bootstrapped template, with a small client for what the
-tests do through Keystone's API (projects, registered and project
-limits), and the [oslo_limit] section that points a worker at it."""
+"""A real Keystone for the project-limit and service-user tests
+(tools/keystone.sh): served from a copy of a bootstrapped template, with a
+small client for what the tests do through Keystone's API (projects,
+roles, users and their tokens, registered and project limits), the
+[oslo_limit] section that points a worker at it, and the
+[keystone_authtoken] section that has allocworker-api check its tokens."""
 
 import json
 import os
@@ -88,6 +90,20 @@ class Keystone(object):
                 % (self.url, self.ids['ADMIN_PASSWORD'],
                    self.ids['ENDPOINT_ID'], self.url))
 
+    def authtoken_config(self):
+        """[keystone_authtoken] for allocworker-api (``[api]
+        auth_strategy = keystone``): keystonemiddleware validates each
+        caller's token as the admin user (system scope), reaching
+        Keystone at ``auth_url`` and, for validation, at the catalog's
+        public identity endpoint (``identity_endpoint_here`` makes it
+        this Keystone's); no memcached (tokens cached in the process)."""
+        return ('[keystone_authtoken]\nwww_authenticate_uri = %s\n'
+                'auth_url = %s\nauth_type = password\nusername = admin\n'
+                'password = %s\nuser_domain_id = default\n'
+                'system_scope = all\ninterface = public\n'
+                'region_name = RegionOne\nhttp_connect_timeout = 10\n'
+                % (self.url, self.url, self.ids['ADMIN_PASSWORD']))
+
     # -- Keystone's API ----------------------------------------------------
 
     def _request(self, method, path, body=None, token=True):
@@ -117,6 +133,62 @@ class Keystone(object):
         _r, body = self._request('POST', '/projects', {'project': {
             'name': name, 'domain_id': 'default'}})
         return body['project']['id']
+
+    def identity_endpoint_here(self):
+        """Point the catalog's identity endpoints (bootstrapped for port
+        5000) at this Keystone: keystonemiddleware finds where to validate
+        tokens in the catalog."""
+        _r, body = self._request('GET', '/services?type=identity')
+        for service in body['services']:
+            _r, found = self._request('GET', '/endpoints?service_id=%s'
+                                      % service['id'])
+            for endpoint in found['endpoints']:
+                if endpoint['url'] != self.url:
+                    self._request('PATCH', '/endpoints/%s' % endpoint['id'],
+                                  {'endpoint': {'url': self.url}})
+
+    def named(self, collection, name):
+        """The id of the ``collection`` item (projects, roles, users)
+        called ``name``, or None."""
+        _r, body = self._request('GET', '/%s?name=%s' % (collection, name))
+        return body[collection][0]['id'] if body[collection] else None
+
+    def service_project(self, name='service'):
+        """The id of project ``name``, created when missing."""
+        return self.named('projects', name) or self.project(name)
+
+    def role(self, name):
+        """The id of role ``name``, created when missing (Keystone's
+        bootstrap makes admin, manager, member, reader and service)."""
+        found = self.named('roles', name)
+        if found is None:
+            _r, body = self._request('POST', '/roles',
+                                     {'role': {'name': name}})
+            found = body['role']['id']
+        return found
+
+    def user(self, name, password, project_id, roles):
+        """A new user's id, given ``roles`` (names) on ``project_id``."""
+        _r, body = self._request('POST', '/users', {'user': {
+            'name': name, 'password': password, 'domain_id': 'default',
+            'default_project_id': project_id}})
+        user_id = body['user']['id']
+        for role in roles:
+            self._request('PUT', '/projects/%s/users/%s/roles/%s'
+                          % (project_id, user_id, self.role(role)))
+        return user_id
+
+    def user_token(self, name, password, project):
+        """A token of user ``name`` by password, scoped to project
+        ``project`` (by name, in the default domain)."""
+        user = {'name': name, 'domain': {'id': 'default'},
+                'password': password}
+        response, _body = self._request('POST', '/auth/tokens', {
+            'auth': {'identity': {'methods': ['password'],
+                                  'password': {'user': user}},
+                     'scope': {'project': {'name': project, 'domain': {
+                         'id': 'default'}}}}}, token=False)
+        return response.headers['x-subject-token']
 
     def registered_limit(self, resource, value):
         """Create or change the default limit of ``resource``."""

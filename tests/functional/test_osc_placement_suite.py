@@ -11,6 +11,15 @@ at run time, points each worker instead at an allocworker-api of its own
 empties it over HTTP before each test: every provider with its
 allocations, every custom trait and resource class.
 
+The suite runs twice: as Placement's admin, unbound; and bound, with the
+user it authenticates as (noauth2's ``admin``) bound to partition
+``osc`` by ``[partitions] bindings``, as a deployment's service user is
+when several share one allocworker (doc/deployment.md). Bound, each
+server also holds a provider of another partition, with inventory every
+test could use and an allocation, which the suite must never see; the
+stand-in records the partition of every provider the CLI creates, and
+every one must lie in ``osc``.
+
 Without PyPI (no network) the test skips and says so.
 """
 
@@ -21,9 +30,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import uuid
 
 import pytest
 
+from tests.functional import jsonhttp
 from tests.functional import services
 from tests.functional import test_osc_placement as osc
 
@@ -36,6 +47,19 @@ SUITE_PACKAGES = ['stestr==4.2.1', 'oslotest==6.1.1', 'fixtures==4.3.2',
                   'testtools==2.9.1', 'python-subunit==1.4.6']
 WORKERS = 2
 EXPECTED = 160
+# Bound: the suite's user, the partition it is bound to, and the unbound
+# operator (noauth2: any user, roles from X-Roles) who reads partitions
+# and keeps the other partition's provider.
+BOUND_USER = 'admin'
+PARTITION = 'osc'
+OPERATOR = {'x-auth-token': 'operator', 'x-roles': 'admin',
+            'accept': 'application/json',
+            'content-type': 'application/json',
+            'openstack-api-version': 'placement 1.39'}
+# Enough of every standard class the suite asks for that any request of
+# it would find room here (test_list_empty asks for 999999999 MB).
+ELSEWHERE = {'MEMORY_MB': {'total': 2000000000}, 'VCPU': {'total': 1024},
+             'DISK_GB': {'total': 1000000}}
 
 # placement/tests/functional/fixtures/capture.py, as the suite uses it:
 # logs captured, not printed, so the CLI's stderr holds only its own.
@@ -115,6 +139,27 @@ def _empty(base):
         raise RuntimeError('providers left after emptying: %s' % left)
 
 
+def _watching(base, original, record):
+    """osc-placement's SessionClient.request, noting in ``record`` the
+    partition of each provider it creates (read by an unbound operator
+    through the shim's RPC mirror) before the test's cleanups delete
+    it."""
+    operator = {'X-Auth-Token': 'operator', 'X-Roles': 'admin'}
+
+    def request(self, method, url, **kwargs):
+        response = original(self, method, url, **kwargs)
+        made = response.status_code in (200, 201)
+        if made and (method, url) == ('POST', '/resource_providers'):
+            uuid = response.headers['Location'].rstrip('/').split('/')[-1]
+            found = requests.post(base + '/v1/get_providers',
+                                  json={'uuids': [uuid]}, headers=operator,
+                                  timeout=60).json()['items'][0]
+            with open(record, 'a') as f:
+                f.write('%s %s\\n' % (uuid, found.get('partition')))
+        return response
+    return request
+
+
 class PlacementFixture(fixtures.Fixture):
     def __init__(self, token='admin'):
         super().__init__()
@@ -123,6 +168,13 @@ class PlacementFixture(fixtures.Fixture):
     def _setUp(self):
         self.endpoint = _claim()
         _empty(self.endpoint)
+        records = os.environ.get('AW_OSC_RECORDS')
+        if records:
+            from osc_placement import http
+            self.useFixture(fixtures.MonkeyPatch(
+                'osc_placement.http.SessionClient.request',
+                _watching(self.endpoint, http.SessionClient.request,
+                          os.path.join(records, str(os.getpid())))))
 '''
 
 
@@ -197,11 +249,16 @@ def suite_bin():
 
 
 @pytest.fixture
-def endpoints():
+def endpoints(partition):
     """One allocworker-api per suite worker, as a user starts it; yields
-    their URLs and log files."""
+    their URLs and log files. With ``partition``, the suite's user is
+    bound to it (``[partitions] bindings``, from the environment as
+    oslo.config reads it: OS_PARTITIONS__BINDINGS)."""
     scratch = tempfile.mkdtemp(prefix='aw-osc-suite-')
     servers, urls, logs = [], [], []
+    env = dict(os.environ)
+    if partition:
+        env['OS_PARTITIONS__BINDINGS'] = '%s:%s' % (BOUND_USER, partition)
     try:
         for n in range(WORKERS):
             folder = os.path.join(scratch, 'server%d' % n)
@@ -211,7 +268,7 @@ def endpoints():
                 [osc.SERVER, folder, str(port),
                  os.path.join(folder, 'aw.sqlite')],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                start_new_session=True))
+                start_new_session=True, env=env))
             urls.append('http://127.0.0.1:%d' % port)
             logs.append(os.path.join(folder, 'allocworker-api.log'))
         for url in urls:
@@ -236,13 +293,58 @@ def _server_errors(logs):
     return '\n'.join(found)[-6000:]
 
 
-def _environment(bin_dir, shim, urls, claims):
+def _environment(bin_dir, shim, urls, claims, records=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(('OS_', 'PYTHON'))}
     env.update(PATH=bin_dir + os.pathsep + env.get('PATH', ''),
                PYTHONPATH=shim, PYTHONDONTWRITEBYTECODE='1',
                AW_OSC_ENDPOINTS=' '.join(urls), AW_OSC_CLAIMS=claims)
+    if records:
+        env['AW_OSC_RECORDS'] = records
     return env
+
+
+def _operator(base, method, path, body=None, ok=(200, 201, 204)):
+    status, found = jsonhttp.call(base + path, method, body, OPERATOR)
+    assert status in ok, (method, path, status, found)
+    return found
+
+
+def _elsewhere(base):
+    """A provider of another partition (the operator's, unbound: it lands
+    in ``default``) with room for any of the suite's requests and one
+    consumer; its uuid and what the operator reads of it."""
+    provider, consumer = str(uuid.uuid4()), str(uuid.uuid4())
+    _operator(base, 'POST', '/resource_providers',
+              {'uuid': provider, 'name': 'compute-of-another-site'})
+    _operator(base, 'PUT', '/resource_providers/%s/inventories' % provider,
+              {'resource_provider_generation': 0, 'inventories': ELSEWHERE})
+    _operator(base, 'PUT', '/allocations/%s' % consumer, {
+        'allocations': {provider: {'resources': {'VCPU': 1}}},
+        'project_id': 'fake-project', 'user_id': 'fake-user',
+        'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+    return provider, _kept(base, provider)
+
+
+def _kept(base, provider):
+    """What the operator sees of ``provider``: its partition, generation,
+    inventory totals and usages (a 404 when it is gone)."""
+    usages = _operator(base, 'GET',
+                       '/resource_providers/%s/usages' % provider)['usages']
+    item = _operator(base, 'POST', '/v1/get_providers',
+                     {'uuids': [provider]})['items'][0]
+    return (item.get('partition'), item.get('generation'),
+            {rc: i['total'] for rc, i in item['inventories'].items()},
+            usages)
+
+
+def _created(records):
+    """[(uuid, partition)] of every provider the suite created."""
+    found = []
+    for name in os.listdir(records):
+        found += [tuple(line.split()) for line in
+                  (_read(os.path.join(records, name)) or '').splitlines()]
+    return found
 
 
 def _totals(output):
@@ -254,13 +356,22 @@ def _totals(output):
     return totals
 
 
+@pytest.mark.parametrize('partition', [None, PARTITION],
+                         ids=['unbound', 'bound'])
 def test_osc_placement_functional_suite_passes(suite_bin, endpoints,
-                                               tmp_path):
+                                               partition, tmp_path):
     (sdist, bin_dir), (urls, logs) = suite_bin, endpoints
     top, shim = _unpack(sdist, str(tmp_path))
     claims = str(tmp_path / 'claims')
     os.mkdir(claims)
-    env = _environment(bin_dir, shim, urls, claims)
+    records, elsewhere = None, {}
+    if partition:
+        records = str(tmp_path / 'records')
+        os.mkdir(records)
+        for url in urls:
+            elsewhere[url] = _elsewhere(url)
+            assert elsewhere[url][1][0] == 'default', elsewhere[url]
+    env = _environment(bin_dir, shim, urls, claims, records)
     stestr = os.path.join(bin_dir, 'stestr')
     result = subprocess.run(
         [stestr, '--test-path=./osc_placement/tests/functional',
@@ -273,9 +384,18 @@ def test_osc_placement_functional_suite_passes(suite_bin, endpoints,
                                  env=env, capture_output=True, text=True)
         details = subprocess.run([stestr, 'failing'], cwd=top, env=env,
                                  capture_output=True, text=True)
-        pytest.fail('osc-placement suite: %s of %d passed (%s)\nfailing:\n'
-                    '%s\n%s\n%s\nserver errors:\n%s'
-                    % (totals.get('Passed'), EXPECTED, totals,
+        pytest.fail('osc-placement suite (%s): %s of %d passed (%s)\n'
+                    'failing:\n%s\n%s\n%s\nserver errors:\n%s'
+                    % (partition or 'unbound', totals.get('Passed'),
+                       EXPECTED, totals,
                        failing.stdout, details.stdout[-20000:],
                        output[-3000:], _server_errors(logs)))
     assert result.returncode == 0, output[-3000:]
+    if partition:
+        created = _created(records)
+        # The suite makes 193 providers; far fewer means the stand-in's
+        # watch missed some.
+        assert len(created) >= 150, created
+        assert [c for c in created if c[1] != partition] == []
+        for url, (provider, before) in elsewhere.items():
+            assert _kept(url, provider) == before
