@@ -38,6 +38,10 @@ def check(grace_seconds=0):
             ('held event past its window',
              db_books.held_events_past_window(
                  conn, now - _seconds(grace_seconds))),
+            ('consumer with allocations in two partitions (shared aside)',
+             db_books.consumers_across_partitions(conn)),
+            ('provider in another partition than its root',
+             db_books.trees_across_partitions(conn)),
         ]
     found.append(('hard group rule broken', groups.broken_rules()))
     return [{'invariant': name, 'rows': rows} for name, rows in found if rows]

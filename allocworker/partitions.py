@@ -15,6 +15,10 @@ from allocworker import validation
 DEFAULT = 'default'
 SHARED = 'shared'
 NAME = re.compile(r'^[a-z0-9][a-z0-9_.-]{0,63}$')
+# The topology level whose domains are the partitions (group rules,
+# design §3): a root's domain there is its partition, read from its own
+# row; no aggregate maps to it.
+LEVEL = 'partition'
 
 
 def parse(value, field):
@@ -46,6 +50,14 @@ def of_child(given, parent_partition, parent_uuid):
             'parent_uuid %s lies in %s' % (given, parent_uuid,
                                            parent_partition))
     return parent_partition
+
+
+def domain(partition):
+    """A root's label at level ``partition``: its partition, or None for
+    ``shared``, which is no domain: its roots serve every partition, so
+    a member holding one beside a root of its own partition is judged
+    by that one alone (the root is set aside, not refused)."""
+    return None if partition == SHARED else partition
 
 
 def lives_in(found):

@@ -20,7 +20,9 @@ API version history:
             ``rules``; get_groups items add ``rules`` and ``domains``.
     * 1.6 - Partitions: create_provider takes ``partition``; provider
             items show ``partition``; allocate and claim items may
-            answer 409 partition.mismatch.
+            answer 409 partition.mismatch; group rules may name scope
+            ``partition`` (create_group and update_group send such
+            rules at 1.6); get_topology lists level ``partition``.
 
 Every method answers with the envelope of design §3:
 ``{"status", "request_id", "items": [...]}``. Only infrastructure failures
@@ -64,6 +66,17 @@ VERSION_ALIASES = {
     '0.3': '1.4',
     '0.4': '1.6',
 }
+
+
+def _rules_version(rules):
+    """The version a call carrying group ``rules`` is sent at: 1.6 when
+    one names scope ``partition``, which workers of 1.5 refuse and would
+    judge without domains, so a client capped below 1.6 refuses it
+    before sending."""
+    named = isinstance(rules, list) and any(
+        isinstance(r, dict) and r.get('scope') == 'partition'
+        for r in rules)
+    return '1.6' if named else '1.5'
 
 
 @functools.lru_cache(maxsize=None)
@@ -217,7 +230,8 @@ class AllocWorkerAPI(object):
                               uuid=uuid, name=name, policy=policy,
                               max_per_root=max_per_root,
                               project_id=project_id, timeout=timeout)
-        return self._call(context, 'create_group', version='1.5', uuid=uuid,
+        return self._call(context, 'create_group',
+                          version=_rules_version(rules), uuid=uuid,
                           name=name, project_id=project_id, rules=rules,
                           timeout=timeout)
 
@@ -304,6 +318,7 @@ class AllocWorkerAPI(object):
                      timeout=None):
         """Replace a group's rules under its ``generation``; ``force``
         takes them even where members' allocations break them."""
-        return self._call(context, 'update_group', version='1.5', uuid=uuid,
+        return self._call(context, 'update_group',
+                          version=_rules_version(rules), uuid=uuid,
                           generation=generation, rules=rules, force=force,
                           timeout=timeout)

@@ -33,6 +33,12 @@ def _db(subparsers):
             'release before 0.3)')
 
 
+# Listings of providers narrowed to one partition (filtered by each
+# item's ``partition``: the command is an unbound operator, who sees all).
+PARTITION = (['--partition'], dict(default=None, help='only providers of '
+                                   'this partition'))
+
+
 def _providers(subparsers):
     sub = cli.category(subparsers, 'provider', 'resource providers')
     cli.add(sub, 'create', 'manage_providers.provider_create',
@@ -42,7 +48,8 @@ def _providers(subparsers):
              (['--parent'], dict(default=None, help='parent provider uuid')),
              (['--partition'], dict(default=None, help="default: the "
                                     "parent's, or 'default' for a root"))])
-    cli.add(sub, 'list', 'manage_providers.provider_list', 'list providers')
+    cli.add(sub, 'list', 'manage_providers.provider_list', 'list providers',
+            [PARTITION])
     cli.add(sub, 'show', 'manage_providers.provider_show',
             'show a provider and its inventory', [(['uuid'], {})])
     cli.add(sub, 'delete', 'manage_providers.provider_delete',
@@ -80,7 +87,8 @@ def _providers(subparsers):
 
     parser = cli.add(subparsers, 'usage', 'manage_providers.usage',
                      'used and capacity per provider and resource class',
-                     [(['uuids'], dict(nargs='*', metavar='PROVIDER_UUID'))])
+                     [(['uuids'], dict(nargs='*', metavar='PROVIDER_UUID')),
+                      PARTITION])
     parser.set_defaults(action=None)
 
 
@@ -185,7 +193,11 @@ def _placement(subparsers):
              (['--overlap-seconds'], dict(
               type=int, default=300, dest='overlap_seconds',
               help='catch-up reads changes from this long before the '
-                   'newest one the previous pass copied'))])
+                   'newest one the previous pass copied')),
+             (['--partition'], dict(
+              default='default',
+              help='the partition every imported provider lands in; '
+                   'only its books are checked, replaced or caught up'))])
     cli.add(sub, 'compare', 'manage_placement.placement_compare',
             'list every difference between two Placement-API endpoints; '
             'exit 0 only when they agree',
@@ -198,7 +210,10 @@ def _placement(subparsers):
                                 help='x-auth-token for --endpoint')),
              (['--other-token'], dict(dest='other_token', default='admin',
                                       help='x-auth-token for '
-                                           '--other-endpoint'))])
+                                           '--other-endpoint')),
+             (['--partition'], dict(
+              help="compare only this partition's providers and their "
+                   "consumers with --endpoint (default: all)"))])
 
 
 def _audit(subparsers):

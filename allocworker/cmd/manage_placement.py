@@ -6,6 +6,8 @@ import time
 from wsgiref import util as wsgiref_util
 
 from allocworker import books
+from allocworker import codes
+from allocworker import partitions
 from allocworker.cmd import commands as cli
 from allocworker.cmd import output
 from allocworker.conf import CONF
@@ -19,7 +21,8 @@ def placement_import():
     try:
         report = passes.run(args.from_connection, dry_run=args.dry_run,
                             force=args.force, catch_up=args.catch_up,
-                            overlap_seconds=args.overlap_seconds)
+                            overlap_seconds=args.overlap_seconds,
+                            partition=args.partition)
     except reporting.Refused as exc:
         raise cli.CommandError(str(exc))
     summary = report.summary()
@@ -48,8 +51,9 @@ def _print_summary(report, summary):
     print()
     what = 'dry run of the %s (rolled back)' % summary['mode'] \
         if summary['dry_run'] else summary['mode']
-    print('%s: %.1f s, %s items/s%s; %d issue(s)%s' % (
-        what, summary['seconds'], summary['items_per_second'],
+    print('%s into partition %s: %.1f s, %s items/s%s; %d issue(s)%s' % (
+        what, summary['partition'], summary['seconds'],
+        summary['items_per_second'],
         ', changes since %s' % summary['since'] if summary['since'] else '',
         len(report.issues),
         '' if summary['dry_run'] else
@@ -82,13 +86,35 @@ def _own_books(token):
     return fetch
 
 
+def _scope(partition):
+    """{uuid} of ``partition``'s providers, or None for no partition.
+
+    The second side is read as an admin, who sees every partition, and
+    scoped here by the partition's provider uuids (read from this
+    command's database). Once a bound service user's token shows only
+    its partition, that token as ``--other-token`` scopes the side by
+    itself, and ``--partition`` may be left out."""
+    if partition is None:
+        return None
+    try:
+        partitions.parse(partition, '--partition')
+    except codes.Fault as fault:
+        raise cli.CommandError(fault.detail)
+    found = comparing.partition_providers(partition)
+    if not found:
+        raise cli.CommandError('partition %s holds no providers: nothing '
+                               'to compare with' % partition)
+    return found
+
+
 def placement_compare():
     args = CONF.command
     first = comparing.http_fetch(args.endpoint, args.token)
     second = (comparing.http_fetch(args.other_endpoint, args.other_token)
               if args.other_endpoint else _own_books(args.other_token))
+    only = _scope(args.partition)
     try:
-        differences = comparing.compare(first, second)
+        differences = comparing.compare(first, second, only)
     except comparing.Unreadable as exc:
         raise cli.CommandError(str(exc))
     if args.format == 'json':

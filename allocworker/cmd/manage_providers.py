@@ -4,6 +4,7 @@ providers and what they offer."""
 from allocworker.cmd import commands as cli
 from allocworker.cmd import output
 from allocworker.conf import CONF
+from allocworker import partitions
 from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers
 from allocworker.providers import tree
@@ -19,8 +20,20 @@ def provider_create():
         args.partition)), PROVIDER_COLUMNS)
 
 
+def _in_partition(rows):
+    """The rows of the partition ``--partition`` names (every row
+    without it); a malformed name is refused as the service refuses
+    one."""
+    wanted = CONF.command.partition
+    if wanted is None:
+        return rows
+    partitions.parse(wanted, '--partition')
+    return [row for row in rows if row.get('partition') == wanted]
+
+
 def provider_list():
-    cli.emit(providers.get_providers(cli.context()), PROVIDER_COLUMNS)
+    cli.emit(_in_partition(providers.get_providers(cli.context())),
+             PROVIDER_COLUMNS)
 
 
 def provider_show():
@@ -108,11 +121,20 @@ def resource_class_list():
              ['name'])
 
 
-USAGE_COLUMNS = ['provider', 'resource_class', 'used', 'capacity', 'bar']
+USAGE_COLUMNS = ['provider', 'partition', 'resource_class', 'used',
+                 'capacity', 'bar']
 
 
 def usage():
-    rows = providers.describe_usage(CONF.command.uuids or None)
+    uuids = CONF.command.uuids or None
+    rows = providers.describe_usage(uuids)
+    # Usage rows name no partition; the providers' items do.
+    placed = {item['uuid']: item['partition'] for item in
+              providers.get_providers(cli.context(), uuids)
+              if item['status'] == 200} if rows else {}
+    for row in rows:
+        row.setdefault('partition', placed.get(row['provider_uuid']))
+    rows = _in_partition(rows)
     for row in rows:
         row['provider'] = row['name']
         row['bar'] = output.bar(row['used'], row['capacity'])

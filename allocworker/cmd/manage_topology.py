@@ -33,11 +33,14 @@ def topology_rows(items):
         by_label = {}
         for aggregate, label in sorted(item['domains'].items()):
             by_label.setdefault(label, []).append(aggregate)
+        # Level partition maps no aggregates: its labels are its roots'.
+        for label in item['roots']:
+            by_label.setdefault(label, [])
         if not by_label:
             rows.append({'level': item['name'], 'roots': 0})
         for label, aggregates in sorted(by_label.items()):
             rows.append({'level': item['name'], 'label': label,
-                         'aggregates': '\n'.join(aggregates),
+                         'aggregates': '\n'.join(aggregates) or None,
                          'roots': item['roots'].get(label, 0)})
     return rows
 

@@ -1,10 +1,13 @@
 """Queries that look for breaches of the books' invariants. Each returns
 rows (dicts) that break one invariant; none means the invariant holds."""
 
+import collections
+
 import sqlalchemy as sa
 
 from allocworker.db import project_counters
 from allocworker.db import schema
+from allocworker import partitions
 
 _a = schema.allocations
 _c = schema.consumers
@@ -139,3 +142,38 @@ def held_events_past_window(conn, now):
     return _rows(conn, sa.select(
         _e.c.consumer_uuid, _e.c.name, _e.c.tag, _e.c.held_until)
         .where(_e.c.held_until < now))
+
+
+def consumers_across_partitions(conn):
+    """Consumers holding allocations on providers of two partitions or
+    more, ``shared`` aside (written before the partitions were judged,
+    or under a tree split across partitions): one row each, naming
+    them."""
+    own = (sa.select(_a.c.consumer_id, _p.c.partition).distinct()
+           .select_from(_a).join(_p, _p.c.id == _a.c.provider_id)
+           .where(_p.c.partition != partitions.SHARED).subquery('own'))
+    spanning = (sa.select(own.c.consumer_id).group_by(own.c.consumer_id)
+                .having(sa.func.count() > 1))
+    found = collections.defaultdict(list)
+    for uuid, partition in conn.execute(
+            sa.select(_c.c.uuid, own.c.partition)
+            .select_from(_c).join(own, own.c.consumer_id == _c.c.id)
+            .where(own.c.consumer_id.in_(spanning))
+            .order_by(_c.c.uuid, own.c.partition)):
+        found[uuid].append(partition)
+    return [{'consumer_uuid': uuid, 'partitions': found[uuid]}
+            for uuid in sorted(found)]
+
+
+def trees_across_partitions(conn):
+    """Providers lying in another partition than their root (a worker
+    of the release before partitions creates a child in ``default``
+    whatever its parent's): a tree lies in one partition."""
+    root = _p.alias('root')
+    return _rows(conn, sa.select(
+        root.c.uuid.label('root_uuid'),
+        root.c.partition.label('root_partition'),
+        _p.c.uuid.label('provider_uuid'), _p.c.partition)
+        .select_from(_p).join(root, root.c.id == _p.c.root_provider_id)
+        .where(_p.c.partition != root.c.partition)
+        .order_by(root.c.uuid, _p.c.uuid))

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from allocworker.db import schema
 
 Book = collections.namedtuple(
-    'Book', ['resource_class', 'provider_uuid', 'provider_name',
-             'capacity', 'used', 'reserved'])
+    'Book', ['resource_class', 'partition', 'provider_uuid',
+             'provider_name', 'capacity', 'used', 'reserved'])
 
 _i = schema.inventories
 _u = schema.usages
@@ -49,24 +49,26 @@ def ping(url):
 
 
 def books(url, per_provider):
-    """[Book] in one statement: per resource class summed over the cloud
-    (provider fields None), or per provider and class."""
+    """[Book] in one statement: per resource class and partition (provider
+    fields None), or per provider and class."""
     capacity = (_i.c.total - _i.c.reserved) * _i.c.allocation_ratio
     used = sa.func.coalesce(_u.c.used, 0)
     joined = (_i.join(_rc, _rc.c.id == _i.c.resource_class_id)
+              .join(_p, _p.c.id == _i.c.provider_id)
               .outerjoin(_u, sa.and_(
                   _u.c.provider_id == _i.c.provider_id,
                   _u.c.resource_class_id == _i.c.resource_class_id)))
     if per_provider:
-        query = (sa.select(_rc.c.name, _p.c.uuid, _p.c.name, capacity,
-                           used, _i.c.reserved)
-                 .select_from(joined.join(_p, _p.c.id == _i.c.provider_id)))
+        query = (sa.select(_rc.c.name, _p.c.partition, _p.c.uuid,
+                           _p.c.name, capacity, used, _i.c.reserved)
+                 .select_from(joined))
     else:
-        query = (sa.select(_rc.c.name, sa.null(), sa.null(),
-                           sa.func.sum(capacity), sa.func.sum(used),
-                           sa.func.sum(_i.c.reserved))
-                 .select_from(joined).group_by(_rc.c.name))
+        query = (sa.select(_rc.c.name, _p.c.partition, sa.null(),
+                           sa.null(), sa.func.sum(capacity),
+                           sa.func.sum(used), sa.func.sum(_i.c.reserved))
+                 .select_from(joined)
+                 .group_by(_rc.c.name, _p.c.partition))
     with _engine(url).connect() as conn:
-        return [Book(row[0], row[1], row[2], float(row[3] or 0),
-                     float(row[4] or 0), float(row[5] or 0))
+        return [Book(row[0], row[1], row[2], row[3], float(row[4] or 0),
+                     float(row[5] or 0), float(row[6] or 0))
                 for row in conn.execute(query)]

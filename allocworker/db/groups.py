@@ -162,9 +162,9 @@ def _member_roots(dialect, levels=()):
 
 def member_roots_labelled(conn, group_ids, levels):
     """(``member_roots``, {level: {root id: label}} of the members' roots
-    at each of ``levels``, those with a domain there). On PostgreSQL in
-    the one statement: each root's label at each level looked up from
-    it."""
+    at each of ``levels``, as ``db_topology.labels_of_roots`` gives
+    them). On PostgreSQL in the one statement: each root's label at each
+    level looked up from it (at level partition, its partition)."""
     levels = tuple(sorted(levels))
     if conn.dialect.name != 'postgresql' or not levels or not group_ids:
         members = member_roots(conn, group_ids)
@@ -183,8 +183,7 @@ def member_roots_labelled(conn, group_ids, levels):
         if root_id is not None:
             member.roots.add(root_id)
             for level, label in zip(levels, row[4:]):
-                if label is not None:
-                    labels[level][root_id] = label
+                db_topology.keep(labels, level, root_id, label)
     return found, labels
 
 

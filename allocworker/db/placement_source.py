@@ -233,6 +233,22 @@ def consumer_pages(conn, page_size, since=None):
         after = page[-1][0]
 
 
+def consumer_uuid_pages(conn, page_size):
+    """Every consumer's uuid, a page (list) at a time by Placement's id,
+    from the primary key alone (as ``consumer_pages``)."""
+    after = None
+    while True:
+        query = (sa.select(_c.c.id, _c.c.uuid).order_by(_c.c.id)
+                 .limit(page_size))
+        if after is not None:
+            query = query.where(_c.c.id > after)
+        page = conn.execute(query).all()
+        if not page:
+            return
+        yield [row[1] for row in page]
+        after = page[-1][0]
+
+
 def consumers_named(conn, uuids):
     """The consumer rows (as ``consumer_pages``) of ``uuids``."""
     if not uuids:

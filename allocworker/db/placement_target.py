@@ -10,8 +10,8 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker import capacity
+from allocworker import partitions
 from allocworker.db import allocations as db_allocations
-from allocworker.db import generations
 from allocworker.db import project_counters
 from allocworker.db import providers as db_providers
 from allocworker.db import schema
@@ -27,7 +27,7 @@ _pa = schema.provider_aggregates
 
 TargetConsumer = collections.namedtuple(
     'TargetConsumer', ['id', 'uuid', 'generation', 'project_id', 'user_id',
-                       'consumer_type', 'allocations'])
+                       'consumer_type', 'allocations', 'provider_ids'])
 
 
 def analyze(engine):
@@ -48,56 +48,23 @@ def analyze(engine):
             conn.exec_driver_sql('ANALYZE')
 
 
-def held_books(conn):
-    """How many providers and consumers the target already holds."""
-    return {name: conn.execute(sa.select(sa.func.count())
-                               .select_from(table)).scalar()
-            for name, table in (('providers', _p), ('consumers', _c))}
+def provider_ids(conn, partition):
+    """{uuid: id} of every provider of ``partition``."""
+    return dict(conn.execute(sa.select(_p.c.uuid, _p.c.id)
+                             .where(_p.c.partition == partition)).all())
 
 
-def last_change(conn):
-    """The latest created_at/updated_at copied into providers and
-    consumers (the import copies Placement's own), or None."""
-    latest = None
-    for table in (_p, _c):
-        found = conn.execute(sa.select(sa.func.max(sa.func.coalesce(
-            table.c.updated_at, table.c.created_at)))).scalar()
-        if found is not None and (latest is None or found > latest):
-            latest = found
-    return latest
-
-
-def clear_books(conn):
-    """Remove every provider, consumer and what hangs on them, retiring
-    their generations as any delete does."""
-    consumers = dict(conn.execute(sa.select(_c.c.uuid,
-                                            _c.c.generation)).all())
-    providers = dict(conn.execute(sa.select(_p.c.uuid,
-                                            _p.c.generation)).all())
-    for table in (_u, schema.project_usages, schema.project_consumers, _a,
-                  _c, _inv, _pt, _pa):
-        conn.execute(sa.delete(table))
-    conn.execute(sa.update(_p).values(parent_provider_id=None,
-                                      root_provider_id=None))
-    conn.execute(sa.delete(_p))
-    generations.retire(conn, generations.CONSUMER, consumers)
-    generations.retire(conn, generations.PROVIDER, providers)
-
-
-def provider_ids(conn):
-    """{uuid: id} of every provider."""
-    return dict(conn.execute(sa.select(_p.c.uuid, _p.c.id)).all())
-
-
-def providers(conn):
-    """{uuid: (id, name, generation, parent_uuid, root_uuid)}."""
+def providers(conn, partition):
+    """{uuid: (id, name, generation, parent_uuid, root_uuid)} of
+    ``partition``'s providers."""
     parent, root = _p.alias('parent'), _p.alias('root')
     rows = conn.execute(
         sa.select(_p.c.uuid, _p.c.id, _p.c.name, _p.c.generation,
                   parent.c.uuid, root.c.uuid)
         .select_from(_p)
         .outerjoin(parent, parent.c.id == _p.c.parent_provider_id)
-        .outerjoin(root, root.c.id == _p.c.root_provider_id))
+        .outerjoin(root, root.c.id == _p.c.root_provider_id)
+        .where(_p.c.partition == partition))
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
@@ -106,12 +73,14 @@ def _stamps(created_at, updated_at):
             'updated_at': updated_at}
 
 
-def insert_providers(conn, rows):
-    """rows: [(uuid, name, generation, created_at, updated_at)], without
-    their links (``link_providers`` sets those once all exist)."""
+def insert_providers(conn, rows, partition):
+    """rows: [(uuid, name, generation, created_at, updated_at)], into
+    ``partition``, without their links (``link_providers`` sets those
+    once all exist)."""
     if rows:
         conn.execute(sa.insert(_p), [
-            dict(uuid=u, name=n, generation=g, **_stamps(c, up))
+            dict(uuid=u, name=n, generation=g, partition=partition,
+                 **_stamps(c, up))
             for u, n, g, c, up in rows])
 
 
@@ -230,16 +199,18 @@ def mark_forced(conn, keys):
             [{'pid': p, 'cid': c} for p, c in sorted(keys)])
 
 
-def facet_pairs(conn, kind):
+def facet_pairs(conn, kind, partition):
     """{(provider_uuid, value)} of ``kind`` 'traits' (the value is the
-    trait's id) or 'aggregates' (the aggregate's uuid)."""
+    trait's id) or 'aggregates' (the aggregate's uuid) of
+    ``partition``'s providers."""
     if kind == 'traits':
         query = (sa.select(_p.c.uuid, _pt.c.trait_id)
                  .join(_p, _p.c.id == _pt.c.provider_id))
     else:
         query = (sa.select(_p.c.uuid, _pa.c.aggregate_uuid)
                  .join(_p, _p.c.id == _pa.c.provider_id))
-    return {tuple(row) for row in conn.execute(query)}
+    return {tuple(row) for row in conn.execute(
+        query.where(_p.c.partition == partition))}
 
 
 def change_facets(conn, kind, added, removed):
@@ -295,9 +266,13 @@ def insert_allocations(conn, rows):
     db_allocations.insert_rows(conn, rows, timeutils.utcnow())
 
 
-def consumers(conn, uuids):
-    """{uuid: TargetConsumer} of those of ``uuids`` held here, with
-    their allocations as {(provider_uuid, class_id): used}."""
+def consumers(conn, uuids, partition):
+    """{uuid: TargetConsumer} of those of ``uuids`` living in
+    ``partition``, with their allocations as {(provider_uuid, class_id):
+    used} and those providers' {uuid: id} (a ``shared`` one among them
+    lies outside the pass's own providers). One living elsewhere was
+    refused before the pass wrote: left out here all the same, so that
+    no pass ever changes it."""
     if not uuids:
         return {}
     found = {}
@@ -306,20 +281,22 @@ def consumers(conn, uuids):
                   _c.c.user_id, _c.c.consumer_type)
         .where(_c.c.uuid.in_(sorted(uuids))))
     for row in rows:
-        found[row[1]] = TargetConsumer(*row[:5], row[5] or None, {})
+        found[row[1]] = TargetConsumer(*row[:5], row[5] or None, {}, {})
     by_id = {c.id: c for c in found.values()}
+    lying = collections.defaultdict(set)
     if by_id:
-        for consumer_id, provider, class_id, used in conn.execute(
-                sa.select(_a.c.consumer_id, _p.c.uuid, _a.c.resource_class_id,
-                          _a.c.used)
-                .join(_p, _p.c.id == _a.c.provider_id)
-                .where(_a.c.consumer_id.in_(sorted(by_id)))):
+        for consumer_id, provider, class_id, used, where, provider_id in \
+                conn.execute(
+                    sa.select(_a.c.consumer_id, _p.c.uuid,
+                              _a.c.resource_class_id, _a.c.used,
+                              _p.c.partition, _p.c.id)
+                    .join(_p, _p.c.id == _a.c.provider_id)
+                    .where(_a.c.consumer_id.in_(sorted(by_id)))):
             by_id[consumer_id].allocations[(provider, class_id)] = used
-    return found
-
-
-def consumer_uuids(conn):
-    return {row[0] for row in conn.execute(sa.select(_c.c.uuid))}
+            by_id[consumer_id].provider_ids[provider] = provider_id
+            lying[consumer_id].add(where)
+    return {u: c for u, c in found.items()
+            if partitions.lives_in(lying[c.id]) in (partition, None)}
 
 
 def remove_consumers(conn, doomed):
@@ -334,21 +311,31 @@ def add_usage(conn, deltas):
     db_providers.add_usage(conn, deltas)
 
 
-def count_projects(conn):
-    """Set the project usage counters from the books the pass wrote.
+def count_projects(conn, projects):
+    """Set the usage counters of ``projects`` from the books the pass
+    wrote.
 
     Counted at the end of the pass from what the transaction holds (a
     pass copies consumers whose project, type and rows Placement changed
     in any way; following each through its rows would repeat what the
-    counters' own refresh does in two statements), as corrections added
-    to the counters, so a writer that commits meanwhile keeps its own
-    move."""
-    project_counters.refresh(conn)
+    counters' own check does in one statement), as corrections added to
+    the counters, so a writer that commits meanwhile keeps its own move.
+    Only ``projects``, those whose consumers the pass wrote or removed:
+    another partition's projects keep their counters as they are, even
+    a count that is off (``allocworker-manage db refresh-room`` mends
+    those)."""
+    usage, consumers = project_counters.counters_off(conn)
+    project_counters.add(
+        conn, {row[:3]: row[4] - row[3] for row in usage
+               if row[0] in projects},
+        {row[:2]: row[3] - row[2] for row in consumers
+         if row[0] in projects})
 
 
-def over_capacity(conn, provider_ids=None):
+def over_capacity(conn, provider_ids=None, partition=None):
     """[(provider_id, provider_uuid, class_id, class name, used,
-    capacity)] where usage exceeds capacity (forced or not)."""
+    capacity)] where usage exceeds capacity (forced or not), among
+    ``provider_ids`` or ``partition``'s providers when given."""
     capacity = (_inv.c.total - _inv.c.reserved) * _inv.c.allocation_ratio
     query = (sa.select(_u.c.provider_id, _p.c.uuid, _u.c.resource_class_id,
                        _rc.c.name, _u.c.used, capacity)
@@ -361,4 +348,6 @@ def over_capacity(conn, provider_ids=None):
              .where(_u.c.used > capacity))
     if provider_ids is not None:
         query = query.where(_u.c.provider_id.in_(sorted(provider_ids)))
+    if partition is not None:
+        query = query.where(_p.c.partition == partition)
     return [tuple(row) for row in conn.execute(query)]

@@ -3,7 +3,10 @@ labels, and the domains of root providers.
 
 A root's domain at a level is the label of the level's aggregate that the
 root (not a child of it) is a member of; membership lives in
-``provider_aggregates``.
+``provider_aggregates``. Level ``partition`` has no aggregates: a root's
+label there is its own ``partition`` column (``partitions.domain``),
+read beside the others' labels here; its other reads are
+db/partition_domains.py's.
 """
 
 import collections
@@ -15,6 +18,7 @@ import sqlalchemy as sa
 from allocworker.db import api
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker import partitions
 
 _l = schema.topology_levels
 _d = schema.topology_domains
@@ -129,30 +133,56 @@ def ambiguous(conn, level_ids, root_ids=None):
 
 def labels_of_roots(conn, names, root_ids):
     """{level name: {root id: label}} for the roots that have a domain
-    there. For a few roots, each root's label at each level is a scalar
-    subquery looked up from the root (joined plainly, PostgreSQL scanned
-    every membership: 3.8 ms for a hundred roots, against 0.4); for many
-    the join reads every membership once (a thousand lookups: 11 ms)."""
+    there (``keep``). For a few roots, each root's label at each level is
+    a scalar subquery looked up from the root (joined plainly,
+    PostgreSQL scanned every membership: 3.8 ms for a hundred roots,
+    against 0.4); for many the join reads every membership once (a
+    thousand lookups: 11 ms)."""
     names = sorted(set(names))
     found = {name: {} for name in names}
     if not names or not root_ids:
         return found
     if len(root_ids) > MANY_ROOTS:
-        query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
-                 .select_from(_l)
-                 .join(_d, _d.c.level_id == _l.c.id)
-                 .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
-                 .where(_l.c.name.in_(names),
-                        _pa.c.provider_id.in_(sorted(set(root_ids)))))
-        for name, root_id, label in conn.execute(query):
-            found[name][root_id] = label
+        _labels_joined(conn, names, sorted(set(root_ids)), found)
         return found
     statement = _labels_by_lookup(conn.dialect.name, tuple(names))
     for row in statement.execute(conn, {'roots': sorted(set(root_ids))}):
         for name, label in zip(names, row[1:]):
-            if label is not None:
-                found[name][row[0]] = label
+            keep(found, name, row[0], label)
     return found
+
+
+def _labels_joined(conn, names, root_ids, found):
+    """``labels_of_roots`` for many roots: each aggregate level's
+    memberships joined once, level partition read from the roots."""
+    levels = [name for name in names if name != partitions.LEVEL]
+    if levels:
+        query = (sa.select(_l.c.name, _pa.c.provider_id, _d.c.label)
+                 .select_from(_l)
+                 .join(_d, _d.c.level_id == _l.c.id)
+                 .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
+                 .where(_l.c.name.in_(levels),
+                        _pa.c.provider_id.in_(root_ids)))
+        for name, root_id, label in conn.execute(query):
+            keep(found, name, root_id, label)
+    if partitions.LEVEL in names:
+        query = sa.select(_p.c.id, _p.c.partition).where(
+            _p.c.id.in_(root_ids))
+        for root_id, partition in conn.execute(query):
+            keep(found, partitions.LEVEL, root_id, partition)
+
+
+def keep(found, name, root_id, label):
+    """Note in ``found`` {level: {root id: label}} a root's ``label`` at
+    level ``name`` as read (None: no domain there, left out). At level
+    partition the label read is the root's partition, and a root of
+    ``shared`` is kept labelled None: set aside, neither a domain nor
+    refused (groups/rules.py)."""
+    if label is None:
+        return
+    if name == partitions.LEVEL:
+        label = partitions.domain(label)
+    found[name][root_id] = label
 
 
 @functools.lru_cache(maxsize=16)
@@ -166,8 +196,10 @@ def _labels_by_lookup(dialect, names):
 
 def label_columns(root, names):
     """A column per level of ``names``: the label of the root in
-    ``root`` there (or NULL), looked up from it; bind ``level_names``."""
-    return [sa.select(_d.c.label).select_from(_pa)
+    ``root`` there (or NULL), looked up from it (at level partition its
+    partition: read it through ``keep``); bind ``level_names``."""
+    return [_partition_of(root) if name == partitions.LEVEL else
+            sa.select(_d.c.label).select_from(_pa)
             .join(_d, _d.c.aggregate_uuid == _pa.c.aggregate_uuid)
             .join(_l, _l.c.id == _d.c.level_id)
             .where(_pa.c.provider_id == root,
@@ -175,9 +207,16 @@ def label_columns(root, names):
             .limit(1).scalar_subquery() for n, name in enumerate(names)]
 
 
+def _partition_of(root):
+    labelled = _p.alias('labelled_root')
+    return sa.select(labelled.c.partition).where(
+        labelled.c.id == root).scalar_subquery()
+
+
 def level_names(names):
     """The values ``label_columns`` binds for ``names``."""
-    return {'name_%d' % n: name for n, name in enumerate(names)}
+    return {'name_%d' % n: name for n, name in enumerate(names)
+            if name != partitions.LEVEL}
 
 
 def eligible_labels(conn, name, class_ids, excluding=(), limit=None):
@@ -205,7 +244,7 @@ def _eligible(dialect, classes):
               .subquery('domain'))
     inner = _d.alias('inner_domain')
     member = _pa.alias('member')
-    offers = _offering(member.c.provider_id, [
+    offers = offering(member.c.provider_id, [
         sa.bindparam('class_%d' % n, type_=sa.Integer)
         for n in range(classes)])
     first_root = (sa.select(member.c.provider_id).select_from(inner)
@@ -219,9 +258,10 @@ def _eligible(dialect, classes):
         .limit(sa.bindparam('count', type_=sa.Integer)))
 
 
-def _offering(root, class_ids):
+def offering(root, class_ids):
     """Conditions: the tree of ``root`` (an id column) offers every
-    class, each a scalar subquery that stops at the first provider."""
+    class, each a scalar subquery that stops at the first provider (one
+    condition per class, in the order of ``class_ids``)."""
     return [sa.select(sa.literal(1)).select_from(_p)
             .join(_i, _i.c.provider_id == _p.c.id)
             .where(_p.c.root_provider_id == root,
@@ -235,7 +275,7 @@ def offering_roots(conn, class_ids, within=None):
     ``within`` (root ids), the set of those among them that do."""
     r = _p.alias('offering_root')
     query = sa.select(r.c.id).where(r.c.id == r.c.root_provider_id,
-                                    *_offering(r.c.id, sorted(class_ids)))
+                                    *offering(r.c.id, sorted(class_ids)))
     if within is None:
         return conn.execute(sa.select(sa.func.count()).select_from(
             query.subquery())).scalar()

@@ -8,6 +8,14 @@ provider's allocations, with its allocations, generation, project, user
 and type; and ``GET /usages?project_id=`` for every project seen. An
 endpoint is a ``fetch(path, microversion)`` callable answering (status,
 JSON body); ``http_fetch`` makes one for a URL.
+
+A side may be scoped to some providers (``--partition P``: one
+deployment's Placement against the books of its partition, read as an
+admin who sees every partition): only those providers and the consumers
+found on them are read, and each project's usages are summed from
+those consumers, because a project's usages as the endpoint answers
+them count its consumers in every partition. A caller whose own view is
+the partition (a bound service user's token) needs no scope.
 """
 
 from concurrent import futures
@@ -15,6 +23,9 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from allocworker.db import api as db
+from allocworker.db import placement_scope as scope
 
 VERSION = '1.38'
 THREADS = 8
@@ -58,10 +69,20 @@ def usages_version(fetch):
     return VERSION if status == 200 else '1.37'
 
 
-def books(fetch, project_usages=VERSION):
-    """Everything compared, as {(what, where): value}."""
+def partition_providers(partition):
+    """{uuid} of the providers lying in ``partition``, from the books."""
+    with db.reader() as conn:
+        return scope.provider_uuids(conn, partition)
+
+
+def books(fetch, project_usages=VERSION, only=None):
+    """Everything compared, as {(what, where): value}; ``only``: the
+    {uuid} of the providers read (None: every one listed), and then
+    project usages summed from the consumers read."""
     found = {}
     providers = _get(fetch, '/resource_providers')['resource_providers']
+    if only is not None:
+        providers = [p for p in providers if p['uuid'] in only]
     for p in providers:
         found[('provider', p['uuid'])] = {
             k: p.get(k) for k in ('name', 'generation',
@@ -74,16 +95,40 @@ def books(fetch, project_usages=VERSION):
             found.update(((what, uuid), value)
                          for what, value in facts.items())
             consumers.update(held)
-        projects = set()
-        for uuid, body in pool.map(lambda c: (c, _get(
-                fetch, '/allocations/%s' % c)), sorted(consumers)):
-            found[('consumer', uuid)] = body
-            projects.add(body.get('project_id'))
+        held = dict(pool.map(lambda c: (c, _get(
+            fetch, '/allocations/%s' % c)), sorted(consumers)))
+        found.update((('consumer', u), body) for u, body in held.items())
+        projects = {body.get('project_id') for body in held.values()}
+        if only is not None:
+            found.update((('project usages', project), usages)
+                         for project, usages in summed_usages(
+                             held.values(), project_usages).items())
+            return found
         for project, body in pool.map(lambda p: (p, _get(
                 fetch, '/usages?' + urllib.parse.urlencode(
                     {'project_id': p}), project_usages)),
                 sorted(projects - {None})):
             found[('project usages', project)] = body['usages']
+    return found
+
+
+def summed_usages(consumers, version):
+    """{project_id: usages} summed from consumers' ``GET /allocations``
+    bodies, in the form ``GET /usages?project_id=`` answers at
+    ``version``: {class: used} before 1.38; from 1.38 per consumer type,
+    each with its ``consumer_count``."""
+    found = {}
+    for body in consumers:
+        project = body.get('project_id')
+        if project is None or not body.get('allocations'):
+            continue
+        usages = found.setdefault(project, {})
+        if _at_least(version, (1, 38)):
+            usages = usages.setdefault(body.get('consumer_type'), {})
+            usages['consumer_count'] = usages.get('consumer_count', 0) + 1
+        for held in body['allocations'].values():
+            for name, used in held['resources'].items():
+                usages[name] = usages.get(name, 0) + used
     return found
 
 
@@ -100,11 +145,16 @@ def _provider(fetch, uuid):
     return uuid, facts, set(held)
 
 
-def compare(first, second):
+def _at_least(version, wanted):
+    return tuple(int(n) for n in version.split('.')) >= wanted
+
+
+def compare(first, second, only=None):
     """[{what, where, first, second}] for every difference between the
-    books of two fetch callables; [] when they agree."""
+    books of two fetch callables; [] when they agree. ``only`` scopes
+    the second to those providers (``books``)."""
     version = min(usages_version(first), usages_version(second))
-    mine, theirs = books(first, version), books(second, version)
+    mine, theirs = books(first, version), books(second, version, only)
     differences = []
     for key in sorted(set(mine) | set(theirs)):
         a, b = mine.get(key), theirs.get(key)

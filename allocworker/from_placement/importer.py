@@ -47,7 +47,9 @@ def pages(rows, size=PAGE):
         yield page
 
 
-def first_pass(src, conn, report, progress):
+def first_pass(src, conn, report, progress, partition):
+    """Everything of Placement's into ``partition`` (which holds
+    nothing: checked, or cleared, by the caller)."""
     totals = source.counts(src)
     class_of, class_ids, trait_ids = names(src, conn, report)
     links = {}
@@ -60,17 +62,17 @@ def first_pass(src, conn, report, progress):
             if name is not None:
                 rows.append((uuid, name, generation, created, updated))
                 links[uuid] = (parent, root)
-        target.insert_providers(conn, rows)
+        target.insert_providers(conn, rows, partition)
         report.count('providers', len(rows))
         done += len(page)
         progress.show('providers', done, totals['providers'])
-    ids = target.provider_ids(conn)
+    ids = target.provider_ids(conn, partition)
     target.link_providers(conn, [
         (ids[u], ids.get(parent), ids.get(root, ids[u]))
         for u, (parent, root) in links.items()])
     inventories = copy_inventories(src, conn, report, class_of, class_ids,
                                    ids)
-    copy_facets(src, conn, report, ids, trait_ids)
+    copy_facets(src, conn, report, ids, trait_ids, partition)
     usage = {}
     done = 0
     for page in source.consumer_pages(src, PAGE):
@@ -79,7 +81,7 @@ def first_pass(src, conn, report, progress):
         done += len(page)
         progress.show('consumers', done, totals['consumers'])
     target.add_usage(conn, usage)
-    flag_over_capacity(conn, report, None)
+    flag_over_capacity(conn, report, partition=partition)
     for consumer_uuid, count in source.allocations_without_consumer(src):
         report.add([rules.Issue('consumer', consumer_uuid, '%d allocation '
                                 'rows without a consumer record' % count,
@@ -115,16 +117,16 @@ def copy_inventories(src, conn, report, class_of, class_ids, ids,
     return copied
 
 
-def copy_facets(src, conn, report, ids, trait_ids):
-    """Traits and aggregates of every provider made Placement's (only
-    the differences are written)."""
+def copy_facets(src, conn, report, ids, trait_ids, partition):
+    """Traits and aggregates of every provider of ``partition`` made
+    Placement's (only the differences are written)."""
     wanted = {
         'traits': {(u, trait_ids[t]) for u, t in source.provider_traits(src)
                    if u in ids and t in trait_ids},
         'aggregates': {(u, a) for u, a in source.provider_aggregates(src)
                        if u in ids}}
     for kind, pairs in wanted.items():
-        held = target.facet_pairs(conn, kind)
+        held = target.facet_pairs(conn, kind, partition)
         added = {(ids[u], v) for u, v in pairs - held}
         removed = {(ids[u], v) for u, v in held - pairs if u in ids}
         target.change_facets(conn, kind, added, removed)
@@ -135,7 +137,8 @@ def copy_consumers(src, conn, report, page, class_of, class_ids, ids,
                    inventories, usage, held):
     """One page of Placement's consumer rows judged and copied; ``held``
     {uuid: TargetConsumer} are replaced when they differ. Usage deltas
-    accumulate in ``usage`` {(provider_id, class_id): delta}."""
+    accumulate in ``usage`` {(provider_id, class_id): delta}, the
+    projects of what is written or removed in ``report``."""
     rows_of = {}
     for consumer_uuid, provider_uuid, class_id, used in \
             source.allocations_of(src, [c[1] for c in page]):
@@ -160,13 +163,15 @@ def copy_consumers(src, conn, report, page, class_of, class_ids, ids,
             report.count('consumers_unchanged')
             continue
         row = (generation, project, user, kind, created, updated)
+        report.touched(project)
         if before is None:
             new.append((uuid,) + row)
         else:
             changed.append((before.id,) + row)
-            doomed_rows(usage, ids, before)
+            report.touched(before.project_id)
+            doomed_rows(usage, before)
         allocations.append((uuid, keyed))
-    remove(conn, report, usage, ids, doomed)
+    remove(conn, report, usage, doomed)
     if changed:
         target.remove_allocation_rows(conn, [c[0] for c in changed])
     target.update_consumers(conn, changed)
@@ -185,26 +190,28 @@ def copy_consumers(src, conn, report, page, class_of, class_ids, ids,
     report.count('allocations', len(rows))
 
 
-def doomed_rows(usage, ids, consumer):
+def doomed_rows(usage, consumer):
     """What ``consumer``'s current rows count for, taken off ``usage``."""
     for (provider_uuid, class_id), used in consumer.allocations.items():
-        key = (ids[provider_uuid], class_id)
+        key = (consumer.provider_ids[provider_uuid], class_id)
         usage[key] = usage.get(key, 0) - used
 
 
-def remove(conn, report, usage, ids, doomed):
+def remove(conn, report, usage, doomed):
     for consumer in doomed:
-        doomed_rows(usage, ids, consumer)
+        doomed_rows(usage, consumer)
+        report.touched(consumer.project_id)
     if doomed:
         target.remove_consumers(conn, doomed)
         report.count('consumers_removed', len(doomed))
 
 
-def flag_over_capacity(conn, report, provider_ids):
-    """List what is over capacity among ``provider_ids`` (None: all) and
-    mark those inventories as knowingly below usage (design §2's forced
-    change), so the audit accepts them."""
-    found = target.over_capacity(conn, provider_ids)
+def flag_over_capacity(conn, report, provider_ids=None, partition=None):
+    """List what is over capacity among ``provider_ids`` (or
+    ``partition``'s providers) and mark those inventories as knowingly
+    below usage (design §2's forced change), so the audit accepts
+    them."""
+    found = target.over_capacity(conn, provider_ids, partition)
     target.mark_forced(conn, [(p, c) for p, _u, c, _n, _used, _r in found])
     report.add(rules.over_capacity(u, n, used, room)
                for _p, u, _c, n, used, room in found)

@@ -24,12 +24,19 @@ class Report(object):
         self.issues = []
         self.started = time.monotonic()
         self.since = None
+        self.partition = None
+        # Projects whose consumers the pass wrote or removed: the only
+        # project counters it sets (other partitions' are left alone).
+        self.projects = set()
 
     def count(self, what, n=1):
         self.counts[what] += n
 
     def add(self, issues):
         self.issues.extend(issues)
+
+    def touched(self, project_id):
+        self.projects.add(project_id)
 
     def summary(self):
         seconds = time.monotonic() - self.started
@@ -38,6 +45,7 @@ class Report(object):
             'provider_aggregates', 'consumers', 'allocations'))
         return {
             'mode': self.mode, 'dry_run': self.dry_run,
+            'partition': self.partition,
             'since': self.since.isoformat() if self.since else None,
             'counts': {k: self.counts[k] for k in COUNTED},
             'issues': [i._asdict() for i in self.issues],

@@ -12,6 +12,7 @@ import collections
 import weakref
 
 from allocworker import codes
+from allocworker.db import partition_domains as db_partition_domains
 from allocworker.db import topology as db_topology
 from allocworker.groups import rules as group_rules
 
@@ -34,6 +35,15 @@ class _EveryRoot(object):
 
 
 EVERY_ROOT = _EveryRoot()
+
+
+def _source(level):
+    """Where the domains of ``level`` are read: the providers' own
+    partitions for level partition, the level's aggregates otherwise
+    (both modules answer the same questions alike)."""
+    if level == group_rules.PARTITION:
+        return db_partition_domains
+    return db_topology
 
 
 class Domains(object):
@@ -86,7 +96,9 @@ class Domains(object):
             self._read[level].update(root_ids)
 
     def labels(self, level, root_ids):
-        """{root id: label} at ``level``, covering ``root_ids``."""
+        """{root id: label} at ``level``, covering ``root_ids`` (a root
+        absent has no domain there; labelled None, at level partition,
+        it is set aside)."""
         if level == group_rules.ROOT:
             return EVERY_ROOT
         self.prefetch([level], root_ids)
@@ -99,8 +111,8 @@ class Domains(object):
         key = (level, frozenset(class_ids))
         if level != group_rules.ROOT:
             if key not in self._eligible:
-                labels = db_topology.eligible_labels(self.conn, level,
-                                                     class_ids)
+                labels = _source(level).eligible_labels(self.conn, level,
+                                                        class_ids)
                 self._eligible[key] = (len(labels), labels)
             return self._eligible[key]
         if key not in self._eligible:
@@ -120,7 +132,7 @@ class Domains(object):
             return self.eligible(level, class_ids, held_after)
         key = (level, frozenset(class_ids), frozenset(held_before))
         if key not in self._empty:
-            self._empty[key] = db_topology.eligible_labels(
+            self._empty[key] = _source(level).eligible_labels(
                 self.conn, level, class_ids, excluding=held_before,
                 limit=2)
         if set(self._empty[key]) - set(held_after):
@@ -132,24 +144,26 @@ class Domains(object):
         class of ``class_ids``."""
         key = (level, frozenset(class_ids), within)
         if key not in self._admitted:
-            offering = db_topology.offering_roots(self.conn, class_ids,
-                                                  within=within)
+            offering = _source(level).offering_roots(self.conn, class_ids,
+                                                     within=within)
             labels = self.labels(level, offering)
+            # None: a root set aside (``shared``), no domain.
             self._admitted[key] = {labels[r] for r in offering
-                                   if r in labels}
+                                   if r in labels} - {None}
         return self._admitted[key]
 
     def all_labels(self, level):
         """Every label of ``level``."""
         if level not in self._every:
-            self._every[level] = db_topology.all_labels(
+            self._every[level] = _source(level).all_labels(
                 self.conn, [level])[level]
         return self._every[level]
 
     def roots_of_labels(self, level, labels):
         """The ids of the roots in ``labels``' domains of ``level``, or
         None when they are more than a claim lists (FEW_ROOTS)."""
-        return db_topology.roots_in(self.conn, level, labels, FEW_ROOTS)
+        return _source(level).roots_in(self.conn, level, labels,
+                                       FEW_ROOTS)
 
     def shown_label(self, level, label):
         """A label as callers see it (a root's uuid at level root)."""

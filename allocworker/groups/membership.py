@@ -116,11 +116,8 @@ def _insert(uuid, name, project_id, policy_name, max_per_root, stored,
 
 def _check_levels(conn, rules):
     """400 topology.not_found for a rule naming a level that does not
-    exist (``root`` is built in; ``partition`` comes with RPC 1.6)."""
-    named = {r.scope for r in rules} - {group_rules.ROOT}
-    if group_rules.PARTITION in named:
-        raise validation.invalid('scope partition is not served before '
-                                 'RPC 1.6')
+    exist (``root`` and ``partition`` are built in)."""
+    named = {r.scope for r in rules} - set(group_rules.RESERVED_LEVELS)
     known = {level.name for level in db_topology.levels(conn, named)}
     for index, rule in enumerate(rules):
         if rule.scope in named - known:

@@ -64,7 +64,7 @@ def rule_state(domains, index, rule, members):
               for m, h in held.items()}
     per_domain = group_rules.counts(placed, labels)
     unplaced = sorted(m for m, p in placed.items()
-                      if any(r not in labels for r in p.roots))
+                      if group_rules.nowhere(p, labels))
     state = {'rule': index}
     reach = None
     if rule.policy == group_rules.SPREAD:

@@ -3,7 +3,10 @@ logic: what a rule is, how one is read from a caller, and the one judge
 of a write against it.
 
 A member's domains at a level are the labels of the roots it holds
-allocations under (roots without a label there have no domain). The
+allocations under (roots without a label there have no domain). A root
+labelled None is set aside (at level ``partition``, a root of partition
+``shared``: it serves every partition): it is no domain, and a member
+is refused or warned of for it only when it holds no domain at all. The
 judge is handed, per rule, ``before`` and ``after``: {member uuid:
 Member} of the members holding allocations now and once the write is
 applied; ``movers``: the members the write changes. Only movers are
@@ -15,6 +18,7 @@ import collections
 import json
 import re
 
+from allocworker import partitions
 from allocworker import validation
 
 ANTI_AFFINITY = 'anti-affinity'
@@ -33,7 +37,7 @@ POLICIES = (AFFINITY, ANTI_AFFINITY, SOFT_AFFINITY, SOFT_ANTI_AFFINITY)
 ANTI_POLICIES = (ANTI_AFFINITY, SOFT_ANTI_AFFINITY)
 
 ROOT = 'root'
-PARTITION = 'partition'
+PARTITION = partitions.LEVEL
 RESERVED_LEVELS = (ROOT, PARTITION)
 LEVEL_NAME = re.compile(r'^[a-z][a-z0-9_-]{0,63}$')
 
@@ -186,10 +190,19 @@ def counted(rule, members):
 
 
 def domains(member, labels):
-    """A member's domains: the labels of its roots that have one."""
+    """A member's domains: the labels of its roots that have one (None:
+    a root set aside)."""
     if member is None:
         return set()
-    return {labels[r] for r in member.roots if r in labels}
+    return {labels[r] for r in member.roots
+            if r in labels and labels[r] is not None}
+
+
+def nowhere(member, labels):
+    """Whether a placed member keeps no rule at this scope: it holds a
+    root without a domain there, or only roots set aside."""
+    return any(r not in labels for r in member.roots) or \
+        not domains(member, labels)
 
 
 def counts(members, labels):
@@ -224,7 +237,8 @@ def breaches(rule, before, after, movers, labels, eligible=None,
     for mover in sorted(m for m in movers if now[m] is not None):
         new_roots = now[mover].roots - (was[mover].roots if was[mover]
                                         else set())
-        if any(r not in labels for r in new_roots):
+        if any(r not in labels for r in new_roots) or (
+                new_roots and not domains(now[mover], labels)):
             found.append(Breach(mover, None))
             continue
         added = sorted(domains(now[mover], labels) -

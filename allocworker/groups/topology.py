@@ -1,7 +1,8 @@
 """Topology levels (RPC 1.5): each maps Placement aggregates to the
 labels of failure domains (racks, zones, sites) that group rules are
-judged at. Level ``root`` is built in; ``root`` and ``partition`` are
-reserved. Admin only."""
+judged at. Levels ``root`` and ``partition`` (RPC 1.6: each partition a
+domain, from the providers' own partitions) are built in and their
+names reserved; ``get_topology`` lists ``partition``. Admin only."""
 
 from oslo_db import exception as db_exc
 
@@ -12,6 +13,7 @@ from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
+from allocworker.db import partition_domains as db_partition_domains
 from allocworker.db import topology as db_topology
 from allocworker.groups import rules as group_rules
 
@@ -93,15 +95,30 @@ def _read(name):
 
 
 def _items(conn, names):
+    """The items of the levels of ``names`` (every level when None), in
+    name order."""
     levels = db_topology.levels(conn, names)
     ids = [level.id for level in levels]
     domains = db_topology.domains(conn, ids)
     roots = db_topology.root_counts(conn, ids)
-    return [{'name': level.name, 'domains': domains.get(level.id, {}),
-             'generation': level.generation,
-             'roots': dict(sorted(roots.get(level.id, {}).items())),
-             'status': 200}
-            for level in levels]
+    found = [{'name': level.name, 'domains': domains.get(level.id, {}),
+              'generation': level.generation,
+              'roots': dict(sorted(roots.get(level.id, {}).items())),
+              'status': 200}
+             for level in levels]
+    if names is None or group_rules.PARTITION in names:
+        found.append(_partition_level(conn))
+    return sorted(found, key=lambda item: item['name'])
+
+
+def _partition_level(conn):
+    """Level partition as an item: no aggregate maps to it (``domains``
+    is empty) and nothing sets it (no generation); ``roots`` counts the
+    roots of each partition, ``shared`` aside (decision 0201)."""
+    roots = db_partition_domains.root_counts(conn)
+    return {'name': group_rules.PARTITION, 'domains': {},
+            'generation': None, 'roots': dict(sorted(roots.items())),
+            'status': 200}
 
 
 def get_topology(context, names=None):

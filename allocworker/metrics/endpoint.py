@@ -131,9 +131,9 @@ class _Handler(simple_server.WSGIRequestHandler):
 
 class Books(object):
     """The books as gauges: capacity ((total - reserved) x allocation
-    ratio), used and reserved per resource class over the cloud, and per
-    provider when ``[metrics] per_provider``; one statement per scrape,
-    from the usage counters."""
+    ratio), used and reserved per resource class over the cloud and per
+    partition, and per provider when ``[metrics] per_provider``; one
+    statement per scrape, from the usage counters."""
 
     def __init__(self, conf):
         self._conf = conf
@@ -153,19 +153,16 @@ class Books(object):
             return
         up.add_metric([], 1)
         yield up
-        cloud = {}
-        for book in books:
-            total = cloud.setdefault(book.resource_class, [0.0, 0.0, 0.0])
-            total[0] += book.capacity
-            total[1] += book.used
-            total[2] += book.reserved
-        for index, field in enumerate(('capacity', 'used', 'reserved')):
-            family = core.GaugeMetricFamily(
-                'allocworker_resource_%s' % field, _DOCS[field] +
-                ', summed over the cloud.', labels=['resource_class'])
-            for name in sorted(cloud):
-                family.add_metric([name], cloud[name][index])
-            yield family
+        yield from _summed(books, 'allocworker_resource_%s',
+                           ', summed over the cloud.', ['resource_class'],
+                           lambda book: (book.resource_class,))
+        # A partition is a deployment: its series are as few as the
+        # classes times the deployments (decision 0204).
+        yield from _summed(books, 'allocworker_partition_resource_%s',
+                           ', summed per partition.',
+                           ['partition', 'resource_class'],
+                           lambda book: (book.partition,
+                                         book.resource_class))
         if per_provider:
             yield from _per_provider(books)
 
@@ -178,13 +175,35 @@ _DOCS = {
 }
 
 
+FIELDS = ('capacity', 'used', 'reserved')
+
+
+def _summed(books, name, doc, labels, key):
+    """A family per field of ``books`` summed by ``key(book)`` (the
+    values of ``labels``)."""
+    sums = {}
+    for book in books:
+        total = sums.setdefault(key(book), [0.0, 0.0, 0.0])
+        for index, field in enumerate(FIELDS):
+            total[index] += getattr(book, field)
+    for index, field in enumerate(FIELDS):
+        family = core.GaugeMetricFamily(name % field, _DOCS[field] + doc,
+                                        labels=labels)
+        for values in sorted(sums):
+            family.add_metric(list(values), sums[values][index])
+        yield family
+
+
 def _per_provider(books):
-    labels = ['provider_uuid', 'provider', 'resource_class']
-    for field in ('capacity', 'used', 'reserved'):
+    # The partition adds no series (a provider lies in one) and tells
+    # apart two providers of one name (names are unique per partition).
+    labels = ['provider_uuid', 'provider', 'partition', 'resource_class']
+    for field in FIELDS:
         family = core.GaugeMetricFamily(
             'allocworker_provider_resource_%s' % field,
             _DOCS[field] + ', per provider.', labels=labels)
         for book in books:
             family.add_metric([book.provider_uuid, book.provider_name,
-                               book.resource_class], getattr(book, field))
+                               book.partition, book.resource_class],
+                              getattr(book, field))
         yield family

@@ -223,6 +223,8 @@ def test_prometheus_counts_exactly_what_was_called(watched):
         ('reserved', 'VCPU'): 0, ('capacity', 'MEMORY_MB'): 1000,
         ('used', 'MEMORY_MB'): 0, ('reserved', 'MEMORY_MB'): 24}
     assert worker('provider_resource_used', provider_uuid=host,
+                  partition='default', resource_class='VCPU') == 11
+    assert worker('partition_resource_used', partition='default',
                   resource_class='VCPU') == 11
     # The API: its own calls and requests, and the same books.
     api = {q: prometheus.value(q % API_JOB) for q in (

@@ -107,6 +107,30 @@ def test_a_root_without_a_domain_keeps_no_rule():
     assert judge(anti, {}, 'me', {99}) == [rules.Breach('me', None)]
 
 
+def test_a_root_set_aside_is_no_domain_and_refuses_nothing_alone():
+    # Level partition: a root of ``shared`` is labelled None.
+    sites = {1: 'east', 2: 'east', 3: 'west', 7: None}
+    anti = rules.parse([{'policy': 'anti-affinity',
+                         'scope': 'partition'}])[0]
+
+    def breaches(before, roots):
+        after = dict(before, me=member(*roots))
+        return rules.breaches(anti, before, after, {'me'}, sites)
+
+    beside = member(1, 7)
+    assert rules.domains(beside, sites) == {'east'}
+    assert not rules.nowhere(beside, sites)
+    assert rules.counts({'a': beside}, sites) == {'east': 1}
+    assert breaches({}, {3, 7}) == []
+    assert breaches({'a': beside}, {2, 7}) == [rules.Breach('me', 'east')]
+    # Set aside only: no domain at all, as a root without one.
+    assert rules.nowhere(member(7), sites)
+    assert breaches({}, {7}) == [rules.Breach('me', None)]
+    # Books already there refuse only what adds to them.
+    after = {'me': member(7)}
+    assert rules.breaches(anti, after, after, {'me'}, sites) == []
+
+
 def test_consumer_types_leave_the_others_unjudged_and_uncounted():
     anti = rule(policy='anti-affinity', consumer_types=['INSTANCE'])
     before = {'vol': member(1, kind='VOLUME')}

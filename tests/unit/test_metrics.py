@@ -93,3 +93,36 @@ def test_items_are_counted_by_status_and_code(recording):
                    le='0.5'),
             sample('call_duration_seconds_sum', method='claim')] == \
         [1, 1, 3, 1, 3, 1, 2, 1, 2, pytest.approx(0.3, abs=0.1)]
+
+
+def test_books_are_summed_over_the_cloud_and_per_partition(monkeypatch):
+    import types
+
+    from allocworker.db import gauges as db_gauges
+    from allocworker.metrics import endpoint
+
+    # Two providers named alike, in two partitions (names are unique per
+    # partition only).
+    rows = [db_gauges.Book('VCPU', 'east', 'u-1', 'h-1', 8, 3, 0),
+            db_gauges.Book('DISK_GB', 'east', 'u-1', 'h-1', 100, 0, 0),
+            db_gauges.Book('VCPU', 'west', 'u-2', 'h-1', 4, 1, 1)]
+    monkeypatch.setattr(db_gauges, 'books', lambda url, per_provider: rows)
+    conf = types.SimpleNamespace(
+        metrics=types.SimpleNamespace(per_provider=True),
+        database=types.SimpleNamespace(connection='unused'))
+    found = {(s.name, tuple(sorted(s.labels.items()))): s.value
+             for family in endpoint.Books(conf).collect()
+             for s in family.samples}
+    assert found[('allocworker_resource_used',
+                  (('resource_class', 'VCPU'),))] == 4
+    assert found[('allocworker_resource_reserved',
+                  (('resource_class', 'VCPU'),))] == 1
+    per_partition = {labels: value for (name, labels), value in found.items()
+                     if name == 'allocworker_partition_resource_capacity'}
+    assert per_partition == {
+        (('partition', 'east'), ('resource_class', 'DISK_GB')): 100,
+        (('partition', 'east'), ('resource_class', 'VCPU')): 8,
+        (('partition', 'west'), ('resource_class', 'VCPU')): 4}
+    assert found[('allocworker_provider_resource_used', (
+        ('partition', 'west'), ('provider', 'h-1'), ('provider_uuid', 'u-2'),
+        ('resource_class', 'VCPU')))] == 1

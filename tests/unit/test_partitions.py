@@ -81,3 +81,10 @@ def test_a_mismatch_names_the_item_its_partitions_and_providers():
     assert fault.detail.index('east') < fault.detail.index('west')
     for named in ('e-uuid', 'w-uuid', 'shared'):
         assert named in fault.detail
+
+
+def test_a_partition_is_its_roots_domain_but_shared_is_none():
+    assert partitions.domain('east') == 'east'
+    assert partitions.domain(partitions.DEFAULT) == 'default'
+    assert partitions.domain(partitions.SHARED) is None
+    assert partitions.LEVEL == 'partition'
