@@ -8,43 +8,12 @@ import pytest
 
 from allocworker.db import api as db
 from allocworker.db import candidates as db_candidates
-from allocworker.providers import aggregates
-from allocworker.providers import resource_classes
-from allocworker.providers import rules as providers
-from allocworker.providers import traits
 from allocworker.scheduling import candidates
 from allocworker.scheduling import request as request_syntax
 from allocworker.scheduling import summaries
+from tests.functional.test_candidates import SHARES, custom, provider
 
 pytestmark = pytest.mark.usefixtures('service_layer')
-SHARES = 'MISC_SHARES_VIA_AGGREGATE'
-
-
-def custom(kind='class'):
-    name = 'CUSTOM_R%s' % uuid.uuid4().hex[:12].upper()
-    if kind == 'class':
-        assert resource_classes.create_resource_class(
-            None, name)[0]['status'] == 200
-    else:
-        assert traits.create_trait(None, name)[0]['status'] == 200
-    return name
-
-
-def provider(inventories=None, parent=None, with_traits=(), aggs=()):
-    uuid_ = str(uuid.uuid4())
-    item, = providers.create_provider(None, uuid_, 'rp-' + uuid_, parent)
-    if inventories:
-        item, = providers.set_inventories(
-            None, uuid_, item['generation'],
-            {name: {'total': total} for name, total in inventories.items()})
-    if with_traits:
-        item, = traits.set_provider_traits(None, uuid_, item['generation'],
-                                           list(with_traits))
-    if aggs:
-        item, = aggregates.set_provider_aggregates(
-            None, uuid_, item['generation'], list(aggs))
-    assert item['status'] == 200, item
-    return uuid_
 
 
 @pytest.fixture(scope='module')
