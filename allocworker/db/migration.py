@@ -46,7 +46,10 @@ def sync(revision='head'):
     # check) need not load the names of every standard trait.
     import os_traits
 
-    with api.get_engine().begin() as conn:
+    # Not in a transaction of ours: each migration commits on its own
+    # (env.py), so a sync under load never holds one migration's locks
+    # while waiting for the next one's.
+    with api.get_engine().connect() as conn:
         upgrade(conn, revision)
     with api.writer() as conn:
         resource_classes.ensure(conn, os_resource_classes.STANDARDS)

@@ -20,6 +20,10 @@ depends_on = None
 
 
 def upgrade():
+    if op.get_bind().dialect.name == 'postgresql':
+        # The strongest lock first, once: taken step by step, a writer
+        # of the previous release could slip in between.
+        op.execute('LOCK TABLE providers IN ACCESS EXCLUSIVE MODE')
     with op.batch_alter_table('providers') as batch:
         batch.add_column(sa.Column('partition', sa.String(64),
                                    nullable=False, server_default='default'))
