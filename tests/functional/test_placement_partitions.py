@@ -26,6 +26,7 @@ from benchmarks import placement_import as bench
 from tests.functional import placement_cloud
 from tests.functional import services
 from tests.functional.helpers import one
+from tests.functional.test_placement_import import _held
 
 BACKENDS = ('postgresql',)
 HOSTS = 12
@@ -188,15 +189,6 @@ def _books(database, partition, project):
     return found
 
 
-def _counts(database):
-    engine = sa.create_engine(database, poolclass=sa.pool.NullPool)
-    with engine.connect() as conn:
-        found = [conn.execute(sa.text('SELECT COUNT(*) FROM %s' % t))
-                 .scalar() for t in ('providers', 'consumers', 'allocations')]
-    engine.dispose()
-    return found
-
-
 # -- two real Placements, merged --------------------------------------------
 
 def test_each_partition_compares_clean_with_its_placement(sites, merged):
@@ -235,24 +227,24 @@ def test_a_second_first_pass_is_refused_and_force_stays_in_its_partition(
         sites, merged, database):
     url_a = sites['a'][0]
     other = _books(database, 'site-b', 'proj-b')
-    before = _counts(database)
+    before = _held(database)
     held = {row[0] for row in _books(database, 'site-a', None)[
         'allocations']}
     line = _refused(merged, url_a, '--partition', 'site-a')
     assert ('already holds %d providers and %d consumers in partition '
             'site-a' % (2 * HOSTS + 1, len(held))) in line, line
-    assert _counts(database) == before
+    assert _held(database) == before
     again = _import(merged, url_a, '--partition', 'site-a', '--force')
     assert again['counts']['consumers'] == len(held)
     assert again['audit']['clean']
-    assert _counts(database) == before
+    assert _held(database) == before
     assert _books(database, 'site-b', 'proj-b') == other
     _assert_agree(merged, sites, 'a', 'b')
 
 
 def test_uuids_held_by_another_partition_are_refused(sites, merged,
                                                      database):
-    before = _counts(database)
+    before = _held(database)
     # Site A's Placement again, into a third partition: its providers
     # lie in site-a already.
     line = _refused(merged, sites['a'][0], '--partition', 'site-c')
@@ -260,7 +252,7 @@ def test_uuids_held_by_another_partition_are_refused(sites, merged,
         % (2 * HOSTS + 1) in line and '(site-a, named ' in line, line
     assert _refused(merged, sites['a'][0], '--partition', 'Site A') \
         .startswith('error: --partition must be a partition name')
-    assert _counts(database) == before
+    assert _held(database) == before
 
 
 def test_catch_up_stays_in_its_partition(sites, merged, database):
@@ -356,7 +348,7 @@ def test_merging_on_sqlite_and_mariadb(synthetic):
     line = _refused(config, url_b, '--partition', 'site-b')
     assert "1 of Placement's consumers already live in another partition " \
         "of allocworker: %s (site-a)" % consumers_a[7] in line, line
-    assert _counts(target) == [6, 40, 80]
+    assert _held(target) == [6, 40, 80]
     _set_consumer_uuid(url_b, consumers_a[7], consumers_b[5])
     summary = _import(config, url_b, '--partition', 'site-b')
     assert summary['counts']['providers'] == 6 and summary['audit']['clean']
@@ -372,4 +364,4 @@ def test_merging_on_sqlite_and_mariadb(synthetic):
             later['counts']['consumers_removed']) == (3, 1), later
     assert later['audit']['clean']
     assert _books(target, 'site-b', 'p-none') == other
-    assert _counts(target) == [12, 80, 159]
+    assert _held(target) == [12, 80, 159]
