@@ -356,7 +356,10 @@ def inventories(conn, provider_ids):
 def _inventories_query(dialect, few):
     """Prepared on PostgreSQL for a ``few`` providers (a claim's
     weighing: planning cost the server 0.26-0.34 ms); for many (a long
-    list of candidates), planned for them."""
+    list of candidates), planned for them. The usages are bound to the
+    list as well: PostgreSQL carries no ``ANY`` across a join, and
+    hashed every usage counter of the cloud to join a hundred providers'
+    (7.5 ms on 10,000 hosts, 0.5 bound)."""
     listed = prepared.in_list if few else prepared.any_of
     return prepared.Core(
         sa.select(_inv.c.provider_id, _rc.c.name, _inv.c.total,
@@ -364,9 +367,10 @@ def _inventories_query(dialect, few):
                   _inv.c.step_size, _inv.c.allocation_ratio,
                   sa.func.coalesce(_u.c.used, 0))
         .join(_rc, _rc.c.id == _inv.c.resource_class_id)
-        .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
-                               _u.c.resource_class_id ==
-                               _inv.c.resource_class_id))
+        .outerjoin(_u, sa.and_(
+            _u.c.provider_id == _inv.c.provider_id,
+            _u.c.resource_class_id == _inv.c.resource_class_id,
+            listed(_u.c.provider_id, 'ids', sa.Integer, dialect)))
         .where(listed(_inv.c.provider_id, 'ids', sa.Integer, dialect)),
         prepare=few)
 

@@ -128,7 +128,7 @@ class Search(object):
                 return []
         anchors = sorted(set.intersection(*(set(f) for f in found)))
         result = []
-        for batch in _batches(anchors, want, result):
+        for batch in _batches(anchors, want, result, found):
             facts = self._read_batch(batch, found, want)
             for anchor in batch:
                 options = [self._options(plan, rows[anchor], facts.traits,
@@ -331,25 +331,43 @@ def _providers(rows):
     return rows
 
 
-def _batches(anchors, want, result, first=16):
+def _batches(anchors, want, result, found):
     """``anchors`` a batch at a time: all at once when every candidate
-    is wanted, else a few first, then as many as the candidates found
-    so far per anchor say will fill ``want`` (``result``, which the
-    caller grows): one tree of eight devices gives 40,320 candidates,
-    and reading the other trees of the slice cost more than judging
-    the thousand wanted."""
+    is wanted, else first as many as could make ``want`` candidates if
+    every way of meeting each group (``found``, its rows per anchor) was
+    one, then as many as the candidates found so far per anchor say will
+    fill ``want`` (``result``, which the caller grows). One tree of eight
+    devices gives 40,320 candidates, and reading the other trees of the
+    slice would cost more than judging the thousand wanted; a slice of
+    flat trees is read in one batch."""
     if want is None:
         yield anchors
         return
+    size, could = 0, 0
+    while size < len(anchors) and could < want:
+        could += _ways(found, anchors[size])
+        size += 1
     done = 0
     while done < len(anchors):
-        if done == 0:
-            size = first
-        else:
+        if done:
             per_anchor = max(len(result), 1) / done
-            size = max(first, int((want - len(result)) / per_anchor) + 1)
+            size = max(16, int((want - len(result)) / per_anchor) + 1)
         yield anchors[done:done + size]
         done += size
+
+
+def _ways(found, anchor):
+    """How many candidates ``anchor`` makes at most: the product of the
+    ways each group's rows (``found``) meet it."""
+    ways = 1
+    for rows in found:
+        mine = rows[anchor]
+        if isinstance(mine, dict):
+            for providers in mine.values():
+                ways *= len(providers)
+        else:
+            ways *= len(mine)
+    return ways
 
 
 def _one_above_all(chosen, nodes):

@@ -109,3 +109,23 @@ def test_the_walk_drops_what_asks_more_of_a_provider_than_it_has(
     walked = list(search._combinations(options, inventories))
     assert walked == [c for c in itertools.product(*options)
                       if _allowed(c, isolated) and fits(c)]
+
+
+def test_a_slice_of_flat_trees_is_judged_in_one_batch():
+    # A root whose every group is met one way makes one candidate at most.
+    anchors = list(range(100))
+    found = [{a: {a} for a in anchors},
+             {a: {'VCPU': [a], 'MEMORY_MB': [a]} for a in anchors}]
+    assert list(combine._batches(anchors, 1000, [], found)) == [anchors]
+
+
+def test_a_tree_of_many_ways_is_judged_before_the_rest_are_read():
+    # Eight devices for eight numbered groups: 8^8 ways on the first root.
+    anchors = list(range(50))
+    found = [{a: set(range(8)) for a in anchors} for _group in range(8)]
+    result = []
+    batches = combine._batches(anchors, 1000, result, found)
+    assert next(batches) == [0]
+    result.extend(range(1000))
+    # As many as the first root's candidates say will do: a few more.
+    assert len(next(batches)) == 16
