@@ -35,12 +35,28 @@ def _room(amount):
         amount % _inv.c.step_size == 0)
 
 
-def _with_room(query, provider_column, class_id, amount):
-    return (query.join(_inv, sa.and_(_inv.c.provider_id == provider_column,
-                                     _inv.c.resource_class_id == class_id))
+def _with_room(query, provider_column, class_id, amount, dialect):
+    """``query`` kept to the providers with room for ``amount`` of
+    ``class_id``. On PostgreSQL each provider's inventory is looked up
+    by its key, fenced (``OFFSET 0``): the room conditions' estimate
+    (one row in fifty) made it scan every inventory of the cloud to
+    hash-join a slice's few hundred (3 ms on 10,000 hosts, 30 on
+    100,000, against 0.3 looked up)."""
+    if dialect != 'postgresql':
+        return (query.join(_inv, sa.and_(
+            _inv.c.provider_id == provider_column,
+            _inv.c.resource_class_id == class_id))
             .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
                                    _u.c.resource_class_id == class_id))
             .where(_room(amount)))
+    room = (sa.select(_inv.c.provider_id)
+            .select_from(_inv.outerjoin(_u, sa.and_(
+                _u.c.provider_id == _inv.c.provider_id,
+                _u.c.resource_class_id == class_id)))
+            .where(_inv.c.provider_id == provider_column,
+                   _inv.c.resource_class_id == class_id, _room(amount))
+            .offset(0).lateral('room'))
+    return query.join(room, sa.true())
 
 
 def roots(conn, after=None, count=None, before=None, required=(),
@@ -48,13 +64,15 @@ def roots(conn, after=None, count=None, before=None, required=(),
     """Root provider ids in id order: above ``after``, below ``before``,
     at most ``count``, carrying every trait id of ``required`` and none
     of ``forbidden``, within ``only`` and lying in ``partitions`` when
-    they are given."""
+    they are given (then read from the partitions' index of trees: a
+    root is its own root)."""
+    key = _p.c.id if partitions is None else _p.c.root_provider_id
     query = (sa.select(_p.c.id).where(_p.c.parent_provider_id.is_(None))
-             .order_by(_p.c.id))
+             .order_by(key))
     if after is not None:
-        query = query.where(_p.c.id > after)
+        query = query.where(key > after)
     if before is not None:
-        query = query.where(_p.c.id < before)
+        query = query.where(key < before)
     if only is not None:
         query = query.where(prepared.one_of(_p.c.id, only, sa.Integer,
                                             conn.dialect.name))
@@ -190,7 +208,8 @@ def _asked(shape, query, provider, root):
     if shape.with_class:
         query = _with_room(query, provider,
                            sa.bindparam('class_id', type_=sa.Integer),
-                           sa.bindparam('amount', type_=sa.BigInteger))
+                           sa.bindparam('amount', type_=sa.BigInteger),
+                           shape.dialect)
     if shape.tree_filters is not None:
         query = query.where(db_filters.either(
             provider, root, shape.tree_filters, shape.dialect))
@@ -207,6 +226,10 @@ def _own_suppliers(shape):
         *db_filters.trait_clauses(_p.c.id, shape.filters, shape.dialect),
         *db_filters.aggregate_clauses(_p.c.id, shape.filters,
                                       shape.dialect))
+    if shape.ranged and shape.partitions is not None:
+        # A tree lies in its root's partition: the range is read from
+        # the partitions' index, not through the others' trees in it.
+        query = query.where(_p.c.partition.in_(shape.partitions))
     if shape.in_tree:
         query = query.where(_p.c.root_provider_id ==
                             sa.bindparam('in_tree', type_=sa.Integer))

@@ -66,6 +66,8 @@ providers = sa.Table(
     sa.Index(None, 'name'),
     sa.Index(None, 'root_provider_id'),
     sa.Index(None, 'parent_provider_id'),
+    # A range of one partition's trees (a bound caller's listing).
+    sa.Index(None, 'partition', 'root_provider_id'),
     **_mysql)
 
 inventories = sa.Table(

@@ -185,6 +185,10 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
     root_forbidden = [trait_ids[t] for t in request.root_forbidden]
     scope = windows.scope_of(plans, root_required, root_forbidden, shared,
                              allowed, request.partitions)
+    # A range read within the partitions (db_candidates.suppliers)
+    # holds no root they leave out.
+    gapless = scope == db_narrowing.Scope(None, (), (), (), scope.by_class,
+                                          scope.partitions)
     admitted, rest = _admitted(conn, scope, sample)
     if admitted is not None:
         if not admitted:
@@ -195,9 +199,9 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
         scope = db_narrowing.Scope(allowed, (), (), (), scope.by_class)
         root_required = root_forbidden = []
     # Root filters leave gaps between a slice's roots.
-    filtered = allowed is not None or bool(
+    filtered = not gapless and (allowed is not None or bool(
         request.root_required or request.root_forbidden or
-        request.partitions is not None)
+        request.partitions is not None))
     return _Prepared(search, class_ids, shared, allowed, root_required,
                      root_forbidden, filtered, scope, rest,
                      None if allowed is not None else request.partitions)
