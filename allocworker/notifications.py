@@ -6,7 +6,9 @@ driver (the default sends nothing). Event types and payloads:
 ``allocworker.allocation.changed`` (one per committed consumer change)::
 
     {"consumer_uuid", "consumer_generation" (null when deleted),
-     "project_id", "user_id", "consumer_type",
+     "project_id", "user_id", "consumer_type", "partition" (the one its
+     providers lie in, ``shared`` aside: RPC 1.6; null when it held and
+     holds nothing),
      "allocations": {provider_uuid: {resource_class: amount}}}
 
 ``allocworker.event.received`` (one per newly stored event)::

@@ -12,6 +12,7 @@ send them together (``staging``).
 import collections
 
 from allocworker import metrics
+from allocworker import partitions
 from allocworker.db import allocations as db_allocations
 from allocworker.db import idempotency as db_idempotency
 from allocworker.db import resource_classes as db_classes
@@ -76,8 +77,10 @@ class Writing(object):
             generation = (now_held[r.consumer_uuid][1] if r.allocations
                           else None)
             results[r.index] = _success(r, generation)
-            self.changes[r.index] = _change(r, generation,
-                                            self.kinds[r.index])
+            self.changes[r.index] = _change(
+                r, generation, self.kinds[r.index], partitions.lives_in(
+                    {self.locked[pid].partition for pid, _name in
+                     set(self._new_rows(r)) | set(self._old_rows(r))}))
         self.groups.commit(live)
         for index, warnings in self.warnings.items():
             results[index]['warnings'] = warnings
@@ -117,12 +120,12 @@ class Writing(object):
                 consumers)
 
 
-def _change(request, generation, consumer_type):
+def _change(request, generation, consumer_type, partition):
     """The allocation.changed notification payload of one request."""
     return {'consumer_uuid': request.consumer_uuid,
             'consumer_generation': generation,
             'project_id': request.project_id, 'user_id': request.user_id,
-            'consumer_type': consumer_type,
+            'consumer_type': consumer_type, 'partition': partition,
             'allocations': request.allocations}
 
 

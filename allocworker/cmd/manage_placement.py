@@ -89,11 +89,11 @@ def _own_books(token):
 def _scope(partition):
     """{uuid} of ``partition``'s providers, or None for no partition.
 
-    The second side is read as an admin, who sees every partition, and
+    The second side, read as an admin who sees every partition, is
     scoped here by the partition's provider uuids (read from this
-    command's database). Once a bound service user's token shows only
-    its partition, that token as ``--other-token`` scopes the side by
-    itself, and ``--partition`` may be left out."""
+    command's database). Read through the shim with a bound service
+    user's token (``--other-endpoint``, ``--other-token``), it shows only
+    that partition already, and ``--partition`` is left out."""
     if partition is None:
         return None
     try:

@@ -12,6 +12,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 
 from tests.functional import services
 
@@ -177,6 +178,27 @@ class Keystone(object):
             self._request('PUT', '/projects/%s/users/%s/roles/%s'
                           % (project_id, user_id, self.role(role)))
         return user_id
+
+    def service_users(self, roles, project='service'):
+        """{name: (Keystone user id, token)} of new users, ``roles``
+        {name: [role names]} on ``project``, each token scoped to it by
+        password (as devstack makes Nova's user and Nova gets its token);
+        the catalog's identity endpoint points here first."""
+        self.identity_endpoint_here()
+        project_id = self.service_project(project)
+        found = {}
+        for name, names in roles.items():
+            password = 'pw-%s' % uuid.uuid4().hex
+            found[name] = (self.user(name, password, project_id, names),
+                           self.user_token(name, password, project))
+        return found
+
+    def api_config(self, bindings):
+        """allocworker-api's configuration checking tokens here, with
+        ``bindings`` ({Keystone user id: partition})."""
+        return '%s[partitions]\nbindings = %s\n' % (
+            self.authtoken_config(), ','.join(
+                '%s:%s' % pair for pair in sorted(bindings.items())))
 
     def user_token(self, name, password, project):
         """A token of user ``name`` by password, scoped to project

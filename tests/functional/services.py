@@ -78,15 +78,15 @@ def wait_for_http(base, seconds=60):
 
 
 def start_api(db_url, scratch, name='api', stderr=subprocess.PIPE,
-              extra=''):
-    """allocworker-api with noauth2 on a free port over ``db_url``, as a
-    user starts it: (its process, its port), once it answers. ``extra``:
-    more configuration."""
+              extra='', auth='noauth2'):
+    """allocworker-api with ``auth`` (its ``[api] auth_strategy``) on a
+    free port over ``db_url``, as a user starts it: (its process, its
+    port), once it answers. ``extra``: more configuration."""
     port = free_port()
     config = write_config(
         '%s/%s.conf' % (scratch, name), db_url, 'unused',
-        extra='[api]\nauth_strategy = noauth2\nport = %d\n%s'
-        % (port, extra))
+        extra='[api]\nauth_strategy = %s\nport = %d\n%s'
+        % (auth, port, extra))
     server = subprocess.Popen(
         [os.path.join(BIN, 'allocworker-api'), '--config-file', config],
         stdout=subprocess.DEVNULL, stderr=stderr)

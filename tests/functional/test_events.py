@@ -222,9 +222,11 @@ def test_held_event_expires_when_its_consumer_never_comes(
 
 def test_notifications_reach_a_real_listener(agent, notices, ids):
     consumer, host = existing_consumer(agent)
-    notices.wait_for('allocworker.allocation.changed',
-                     lambda p: p['consumer_uuid'] == consumer and
-                     p['allocations'] == {host: {'VCPU': 1}})
+    changed = notices.wait_for('allocworker.allocation.changed',
+                               lambda p: p['consumer_uuid'] == consumer and
+                               p['allocations'] == {host: {'VCPU': 1}})
+    assert changed['partition'] == 'default'
+
     agent.external_event(events=[event(consumer, tag='port-5')])
     payload = notices.wait_for('allocworker.event.received',
                                lambda p: p['consumer_uuid'] == consumer)
@@ -245,3 +247,36 @@ def test_events_past_retention_are_removed(service_layer, agent, ids):
     finally:
         CONF.clear_override('retention_seconds', 'events')
     assert service.list_events(consumer) == []
+
+
+def test_a_change_names_the_partition_its_consumer_lives_in(agent, notices):
+    east, shared = str(uuid.uuid4()), str(uuid.uuid4())
+    for provider_uuid, partition in ((east, 'east'), (shared, 'shared')):
+        item = one(agent.create_provider(uuid=provider_uuid,
+                                         name='rp-' + provider_uuid,
+                                         partition=partition))
+        assert item['status'] == 200, item
+        item = one(agent.set_inventories(
+            provider_uuid=provider_uuid,
+            provider_generation=item['generation'],
+            inventories={'VCPU': {'total': 8}, 'DISK_GB': {'total': 80}}))
+        assert item['status'] == 200, item
+    both, pooled = str(uuid.uuid4()), str(uuid.uuid4())
+    for consumer, allocations in (
+            (both, {east: {'VCPU': 1}, shared: {'DISK_GB': 10}}),
+            (pooled, {shared: {'DISK_GB': 10}})):
+        assert allocate(agent, consumer, allocations)['status'] == 200
+    seen = {consumer: notices.wait_for(
+        'allocworker.allocation.changed',
+        lambda p, c=consumer: p['consumer_uuid'] == c)['partition']
+        for consumer in (both, pooled)}
+    assert seen == {both: 'east', pooled: 'shared'}
+    # Emptied, it still names where it lived.
+    generation = one(agent.get_allocations(
+        consumer_uuids=[both]))['consumer_generation']
+    assert allocate(agent, both, {}, generation)['status'] == 200
+    emptied = notices.wait_for(
+        'allocworker.allocation.changed',
+        lambda p: p['consumer_uuid'] == both and
+        p['consumer_generation'] is None)
+    assert emptied['partition'] == 'east'

@@ -10,7 +10,6 @@ what is checked here is the identity reaching the bindings, which the
 backend does not change (test_partition_bindings_shim.py covers the
 rest)."""
 
-import os
 import subprocess
 import uuid
 
@@ -32,14 +31,7 @@ def tokens(keystone):
     """{user: (Keystone user id, token)} of the two service users and
     the operator's admin (project-scoped by password, as Nova's
     ``[placement]`` section and the operator's CLI get theirs)."""
-    keystone.identity_endpoint_here()
-    project = keystone.service_project('service')
-    found = {}
-    for user, roles in USERS.items():
-        password = 'pw-%s' % uuid.uuid4().hex
-        user_id = keystone.user(user, password, project, roles)
-        found[user] = (user_id,
-                       keystone.user_token(user, password, 'service'))
+    found = keystone.service_users(USERS)
     found['admin'] = (None, keystone.user_token(
         'admin', keystone.ids['ADMIN_PASSWORD'], 'admin'))
     return found
@@ -49,20 +41,12 @@ def tokens(keystone):
 def api(database, scratch, keystone, tokens):
     """allocworker-api checking tokens against ``keystone``, with each
     service user bound to its partition by id."""
-    port = services.free_port()
-    bindings = ','.join('%s:%s' % (tokens[user][0], PARTITION[user])
-                        for user in USERS)
-    config = services.write_config(
-        '%s/api.conf' % scratch, database, 'unused',
-        extra='[api]\nauth_strategy = keystone\nport = %d\n%s'
-              '[partitions]\nbindings = %s\n'
-              % (port, keystone.authtoken_config(), bindings))
-    server = subprocess.Popen(
-        [os.path.join(services.BIN, 'allocworker-api'), '--config-file',
-         config], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = services.start_api(
+        database, scratch, auth='keystone', stderr=subprocess.DEVNULL,
+        extra=keystone.api_config({tokens[user][0]: PARTITION[user]
+                                   for user in USERS}))
     base = 'http://127.0.0.1:%d' % port
     try:
-        services.wait_for_http(base)
         yield {user: Deployment(base, token)
                for user, (_id, token) in tokens.items()}
     finally:

@@ -3,7 +3,9 @@
 over its own HTTP API, both with a ``compute-01``...) imported into
 partitions ``site-a`` and ``site-b`` of one allocworker with
 ``allocworker-manage placement import --partition``; ``compare
---partition`` clean for each; the providers' partitions over RPC; a
+--partition`` clean for each, and clean through the shim for each
+site's service user (a real Keystone, bound to the site's partition,
+no ``--partition``); the providers' partitions over RPC; a
 second first pass into a partition refused, ``--force`` and
 ``--catch-up`` confined to their partition; uuids that another
 partition holds refused before anything is written.
@@ -16,6 +18,7 @@ made by ``placement-manage db sync`` and filled with SQL (as
 
 import json
 import os
+import subprocess
 import time
 import uuid
 
@@ -203,6 +206,41 @@ def test_each_partition_compares_clean_with_its_placement(sites, merged):
         assert sites[missing][2]['disk'] in where
     code, found = _compare(merged, sites['a'][1], '--partition', 'site-c')
     assert code != 0 and found is None
+
+
+@pytest.fixture(scope='module')
+def shim(merged, database, scratch, keystone):
+    """allocworker-api over the merged books, checking tokens against a
+    real Keystone, a service user per site bound to the site's
+    partition: (its URL, {site: the service user's token})."""
+    users = keystone.service_users({'nova-' + site: ['admin', 'service']
+                                    for site in 'ab'})
+    server, port = services.start_api(
+        database, scratch, name='shim', auth='keystone',
+        stderr=subprocess.DEVNULL, extra=keystone.api_config({
+            user_id: 'site-' + user[-1]
+            for user, (user_id, _token) in users.items()}))
+    try:
+        yield 'http://127.0.0.1:%d' % port, {
+            user[-1]: token for user, (_id, token) in users.items()}
+    finally:
+        server.kill()
+        server.wait()
+
+
+def test_each_service_user_sees_its_own_placement_through_the_shim(
+        sites, merged, shim):
+    # No --partition: the token's binding scopes what the shim shows,
+    # usages of the project both sites share included.
+    base, tokens = shim
+    for site in ('a', 'b'):
+        code, found = _compare(merged, sites[site][1], '--other-endpoint',
+                               base, '--other-token', tokens[site])
+        assert (code, found) == (0, {'differences': [], 'equal': True}), (
+            site, found)
+    code, found = _compare(merged, sites['a'][1], '--other-endpoint', base,
+                           '--other-token', tokens['b'])
+    assert code == 1 and found['differences']
 
 
 def test_providers_show_their_partitions_over_rpc(sites, merged, rpc):
