@@ -244,15 +244,27 @@ def breaches(rule, before, after, movers, labels, eligible=None,
         added = sorted(domains(now[mover], labels) -
                        domains(was[mover], labels))
         if rule.policy == SPREAD:
-            reach = eligible(mover, per_domain) if eligible else (
-                len(per_domain), set(per_domain))
-            limit = floor(rule, per_domain, reach) + rule.max_skew
-            domain = next((d for d in added if per_domain[d] > limit), None)
+            domain = _over_the_skew(rule, mover, added, per_domain,
+                                    eligible)
         else:
             domain = _too_far(rule, added, per_domain, base)
         if domain is not None:
             found.append(Breach(mover, domain))
     return found
+
+
+def _over_the_skew(rule, mover, added, per_domain, eligible):
+    """The first of the ``added`` domains where a spread rule's skew
+    goes past ``max_skew``. The minimum is never below 0, so a domain
+    holding ``max_skew`` or fewer keeps the rule whatever the eligible
+    domains are, and those are read (a statement) only otherwise."""
+    crowded = [d for d in added if per_domain[d] > rule.max_skew]
+    if not crowded:
+        return None
+    reach = eligible(mover, per_domain) if eligible else (
+        len(per_domain), set(per_domain))
+    limit = floor(rule, per_domain, reach) + rule.max_skew
+    return next((d for d in crowded if per_domain[d] > limit), None)
 
 
 def _counts(rule, member):

@@ -136,6 +136,10 @@ def _allowed(judge, index, kind, class_ids):
         allowed = set(per_domain)
     else:
         held = set(per_domain)
+        if 10 * (len(every) - len(every & held)) > len(every):
+            # A domain without members is always allowed (max_skew >= 1):
+            # a tenth or more are, whatever the rule's reach.
+            return None
         reach = judge.reach(rule, class_ids, held, held)
         # A new member in d makes it per_domain[d] + 1; the minimum
         # after can only be higher where d was the one least held, and

@@ -163,3 +163,24 @@ def test_spread_placed_one_by_one_never_exceeds_its_skew(roots, skew):
             placed['m%d' % n] = member(root)
     per_rack = rules.counts(placed, RACK_OF)
     assert rules.skew(spread, per_rack, reach) <= skew
+
+
+def test_spread_reads_the_eligible_domains_only_past_max_skew():
+    spread = rule(policy='spread', max_skew=2)
+    asked = []
+
+    def eligible(mover, per_domain):
+        asked.append(dict(per_domain))
+        return 3, {'r1', 'r2', 'r3'}
+
+    before = {'a': member(1), 'b': member(3)}
+    # r1 holds 2 after the move: within max_skew whatever the minimum is.
+    assert rules.breaches(spread, before, dict(before, me=member(2)),
+                          {'me'}, RACK_OF, eligible) == []
+    assert asked == []
+    crowded = dict(before, c=member(2))
+    # r1 holds 3 and r3 none: past max_skew, read, and refused.
+    assert rules.breaches(spread, crowded, dict(crowded, me=member(1)),
+                          {'me'}, RACK_OF, eligible) == [
+        rules.Breach('me', 'r1')]
+    assert asked == [{'r1': 3, 'r2': 1}]
