@@ -4,6 +4,7 @@ writes beside them, and how soon events stored elsewhere wake them.
     .venv/bin/python -m benchmarks.waiters [--backend postgresql]
         [--workers 2] [--waiters 10000] [--seconds 10]
         [--concurrency 8] [--wake-rate 500]
+        [--out benchmarks/results/waiters.json]
 
 Starts two ``allocworker-worker`` services (``--workers`` processes
 each, topics of their own) on the real RabbitMQ and one fresh database:
@@ -37,6 +38,8 @@ many wrote an awaited consumer. Prints, as JSON lines:
   at ``--wake-rate`` events/s: each waiter's latency from the return of
   the call that stored its event to its own answer (p50, p99, max).
 
+The rows go to ``--out`` too, a result file (``results.py``).
+
 One client process drives all of it; each parked call is a thread of
 this process blocked in oslo.messaging's ``call`` (small stacks).
 """
@@ -59,9 +62,11 @@ sys.path.insert(0, ROOT)
 
 from benchmarks import cpu  # noqa: E402
 from benchmarks import load  # noqa: E402
+from benchmarks import results  # noqa: E402
 from tests.functional import services  # noqa: E402
 
 WAIT_TIMEOUT = 240
+OUT = os.path.join('benchmarks', 'results', 'waiters.json')
 WORKER_EXTRA = '''
 [DEFAULT]
 rpc_response_timeout = 300
@@ -326,7 +331,10 @@ def main(argv=None):
     parser.add_argument('--seconds', type=float, default=10)
     parser.add_argument('--concurrency', type=int, default=8)
     parser.add_argument('--wake-rate', type=float, default=500)
+    parser.add_argument('--out', default=OUT, help='the JSON result file')
     args = parser.parse_args(argv)
+    record = results.Record('waiters', sys.argv[1:] if argv is None
+                            else argv)
     # Thousands of calls at once outgrow the client's connection pool
     # (rpc_conn_pool_size) for a moment; each says so otherwise.
     logging.getLogger('oslo_messaging._drivers.pool').setLevel(logging.ERROR)
@@ -346,11 +354,15 @@ def main(argv=None):
                 clients[key] = services.BareClient(topic, timeout=120)
                 clients[key].topic = topic
                 workers[key] = services.Worker(config).start(clients[key])
+            rows = []
             for row in run(args, clients, workers):
                 print(json.dumps(row), flush=True)
+                rows.append(row)
         finally:
             for worker in workers.values():
                 worker.stop()
+    record.write(args.out, rows)
+    print('# rows in %s' % args.out)
 
 
 if __name__ == '__main__':
