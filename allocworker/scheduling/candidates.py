@@ -58,6 +58,7 @@ from allocworker.db import rooms as db_rooms
 from allocworker.db import traits as db_traits
 from allocworker.scheduling import choosing
 from allocworker.scheduling import combine
+from allocworker.scheduling import search_reads
 from allocworker.scheduling import summaries
 from allocworker.scheduling import windows
 
@@ -185,7 +186,7 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
     root_forbidden = [trait_ids[t] for t in request.root_forbidden]
     scope = windows.scope_of(plans, root_required, root_forbidden, shared,
                              allowed, request.partitions)
-    # A range read within the partitions (db_candidates.suppliers)
+    # A range read within the partitions (db_suppliers.suppliers)
     # holds no root they leave out.
     gapless = scope == db_narrowing.Scope(None, (), (), (), scope.by_class,
                                           scope.partitions)
@@ -243,7 +244,7 @@ def _every(conn, prepared, seen, limit, randomize=False):
     """Every candidate (up to ``limit``, in a ``_Listing``) over the
     whole cloud, a slice of roots at a time."""
     found = _Listing()
-    found.kept = combine.Kept()
+    found.kept = search_reads.Kept()
     for chunk in _slices(conn, prepared, randomize):
         found.extend(_in_slice(conn, prepared, chunk, seen, None
                                if limit is None else limit - len(found),

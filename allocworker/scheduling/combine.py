@@ -9,7 +9,9 @@ import itertools
 from allocworker import capacity
 from allocworker.db import candidates as db_candidates
 from allocworker.db import filters as db_filters
+from allocworker.db import suppliers as db_suppliers
 from allocworker.db import traits as db_traits
+from allocworker.scheduling import search_reads
 
 # One way to meet one group: the providers it maps to (ids, in order),
 # its (provider id, class, amount) rows, and the providers' uuids in
@@ -22,44 +24,6 @@ Option = collections.namedtuple('Option', ['providers', 'rows', 'uuids'])
 # groups ask, and the ids carrying the sharing trait (None: not read).
 _Facts = collections.namedtuple('_Facts', ['nodes', 'traits', 'inventories',
                                            'sharing'])
-
-
-class Kept(object):
-    """What a search read: ``nodes`` {id: Node} (every provider of the
-    trees of the root ids in ``whole``), and per kind ``facts[kind]`` {id:
-    traits [names], inventories {class: (Inventory, used)}, or sharing
-    True} of the ids in ``read[kind]`` (those without one are absent)."""
-
-    KINDS = ('traits', 'inventories', 'sharing')
-
-    def __init__(self):
-        self.nodes, self.whole = {}, set()
-        self.facts = {kind: {} for kind in self.KINDS}
-        self.read = {kind: set() for kind in self.KINDS}
-
-    def lookup(self, kind, ids, read, *args):
-        """{id: fact} of ``ids`` that have the fact: kept, or read by
-        ``read(*args, missing ids)`` (then kept too)."""
-        missing = set(ids) - self.read[kind]
-        if missing:
-            self.add(kind, missing, read(*args, missing))
-        facts = self.facts[kind]
-        return {i: facts[i] for i in ids if i in facts}
-
-    def add(self, kind, ids, facts):
-        """``facts`` {id: fact} read of ``ids``."""
-        self.read[kind].update(ids)
-        self.facts[kind].update(facts)
-
-    def keep(self, other, roots):
-        """Add what ``other`` read of the trees of ``roots``."""
-        ids = {pid for pid, n in other.nodes.items() if n.root_id in roots}
-        self.nodes.update((pid, other.nodes[pid]) for pid in ids)
-        self.whole |= other.whole & roots
-        for kind in self.KINDS:
-            self.read[kind] |= other.read[kind] & ids
-            self.facts[kind].update(
-                (i, f) for i, f in other.facts[kind].items() if i in ids)
 
 
 class Search(object):
@@ -95,7 +59,7 @@ class Search(object):
         self.twin = [_earlier_twin(request, plans, i) if distinct else None
                      for i in range(len(plans))]
         # What the slice being searched read, and its providers' nodes.
-        self.kept = Kept()
+        self.kept = search_reads.Kept()
         self.nodes = self.kept.nodes
 
     def slice(self, chunk, seen, want, ranged=False, kept=None):
@@ -103,10 +67,11 @@ class Search(object):
         anchored at the root ids of ``chunk``, in root order.
         ``ranged``: ask the database for the roots between the chunk's
         first and last (cheaper than a list when few others lie between;
-        rows of those others are dropped here). ``kept`` (a ``Kept``)
-        gains what was read of the trees the candidates allocate from
-        (what their summaries show), not of the others."""
-        self.kept = Kept()
+        rows of those others are dropped here). ``kept`` (a
+        ``search_reads.Kept``) gains what was read of the trees the
+        candidates allocate from (what their summaries show), not of the
+        others."""
+        self.kept = search_reads.Kept()
         self.nodes = self.kept.nodes
         result = self._slice(chunk, seen, want, ranged)
         if kept is not None and result:
@@ -211,7 +176,7 @@ class Search(object):
                     plan.filters, plan.tree_filters, sharing))
             rows = read.get(asked)
             if rows is None:
-                rows = read[asked] = db_candidates.suppliers(
+                rows = read[asked] = db_suppliers.suppliers(
                     self.conn, roots, class_id, amount, plan.filters,
                     plan.tree_filters, plan.in_tree, self.sharing, sharing,
                     self.request.partitions)

@@ -1,13 +1,13 @@
 """The providers a listing of candidates shows (``provider_summaries``):
 each provider of the trees the candidates use, with its capacity, usage
 and traits, read in the listing's snapshot and not read again where the
-search read it already (``combine.Kept``)."""
+search read it already (``search_reads.Kept``)."""
 
 import collections
 
 from allocworker import capacity
 from allocworker.db import candidates as db_candidates
-from allocworker.scheduling import combine
+from allocworker.scheduling import search_reads
 
 Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',
                                              'root_uuid', 'resources',
@@ -22,7 +22,7 @@ def of_listing(conn, found, nested, traits=True):
     used = {u for c in found for u in c.allocations}
     if not used:
         return {}
-    kept = getattr(found, 'kept', None) or combine.Kept()
+    kept = getattr(found, 'kept', None) or search_reads.Kept()
     nodes = _summarised(conn, used, nested, kept)
     uuids = {pid: n.uuid for d in (kept.nodes, nodes) for pid, n in d.items()}
     missing = {n.root_id for n in nodes.values()} | {
