@@ -6,9 +6,9 @@ import datetime
 from oslo_utils import timeutils
 
 from allocworker.db import api as db
-from allocworker.db import books as db_books
-from allocworker.db import project_counters
-from allocworker.db import rooms as db_rooms
+from allocworker.db.ledger import books as db_books
+from allocworker.db.limits import project_counters
+from allocworker.db.search import rooms as db_rooms
 from allocworker.groups import report as groups
 
 

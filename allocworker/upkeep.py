@@ -2,7 +2,7 @@
 
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import idempotency as db_idempotency
+from allocworker.db.ledger import idempotency as db_idempotency
 from allocworker.events import external as events
 from allocworker import metrics
 

@@ -8,7 +8,7 @@ from allocworker import items as item_results
 from allocworker import policy
 from allocworker import validation
 from allocworker.conf import CONF
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
 
 

@@ -25,11 +25,11 @@ from allocworker import partitions
 from allocworker import policy
 from allocworker.quota import judgement as limits
 from allocworker.conf import CONF
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import idempotency as db_idempotency
-from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
+from allocworker.db.ledger import idempotency as db_idempotency
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
 
 
 # Where a request of a shared transaction came from: its call's context,

@@ -20,7 +20,7 @@ from oslo_log import log as logging
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import idempotency as db_idempotency
+from allocworker.db.ledger import idempotency as db_idempotency
 from allocworker import retry
 
 LOG = logging.getLogger(__name__)

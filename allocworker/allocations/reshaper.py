@@ -15,9 +15,9 @@ from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import providers as db_providers
+from allocworker.db.catalog import providers as db_providers
 
 
 def reshape(context, inventories, items,

@@ -27,7 +27,7 @@ all read under its lock.
 
 import collections
 
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.quota import limits as limit_source
 
 

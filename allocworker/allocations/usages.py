@@ -4,7 +4,7 @@
 from allocworker import bindings
 from allocworker import policy
 from allocworker import validation
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
 
 

@@ -9,8 +9,8 @@ from alembic import script as alembic_script
 import os_resource_classes
 
 from allocworker.db import api
-from allocworker.db import resource_classes
-from allocworker.db import traits
+from allocworker.db.catalog import resource_classes
+from allocworker.db.catalog import traits
 
 
 def _alembic_config(connection=None):

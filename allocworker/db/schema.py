@@ -155,7 +155,7 @@ consumer_groups = sa.Table(
 
 # Failure domains (RPC 1.5): a topology level maps aggregates to domain
 # labels; a root's domain at a level is the label of the level's
-# aggregate it is a member of (db/topology.py).
+# aggregate it is a member of (db/grouping/topology.py).
 topology_levels = sa.Table(
     'topology_levels', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
@@ -250,9 +250,9 @@ provider_aggregates = sa.Table(
 
 # One row per project whose writes are judged against its limits: a write
 # locks its projects' rows last (project_id order), so concurrent writers
-# of one project serialize on that project (see db/quota.py). ``counts``
+# of one project serialize on that project (see db/limits/quota.py). ``counts``
 # is the part of the project's counters moved by the writers that held
-# this row's lock (JSON, db/project_counters.py; NULL: nothing yet).
+# this row's lock (JSON, db/limits/project_counters.py; NULL: nothing yet).
 project_locks = sa.Table(
     'project_locks', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),
@@ -271,7 +271,7 @@ project_locks = sa.Table(
 # project, limits on or off, would queue there. A writer holding the
 # project's lock moves its counts in ``project_locks.counts`` instead: a
 # count is the sum of its rows here and its entry there
-# (db/project_counters.py).
+# (db/limits/project_counters.py).
 project_usages = sa.Table(
     'project_usages', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),

@@ -23,8 +23,8 @@ import functools
 import sqlalchemy as sa
 
 from allocworker.db import prepared
-from allocworker.db import providers
-from allocworker.db import rooms
+from allocworker.db.catalog import providers
+from allocworker.db.search import rooms
 from allocworker.db import schema
 
 _p = schema.providers

@@ -18,9 +18,9 @@ or changes another's.
 
 import datetime
 
-from allocworker.db import placement_scope as scope
-from allocworker.db import placement_source as source
-from allocworker.db import placement_target as target
+from allocworker.db.placement import placement_scope as scope
+from allocworker.db.placement import placement_source as source
+from allocworker.db.placement import placement_target as target
 from allocworker.from_placement import conflicts
 from allocworker.from_placement import importer
 from allocworker.from_placement import report as reporting

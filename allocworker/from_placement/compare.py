@@ -25,7 +25,7 @@ import urllib.parse
 import urllib.request
 
 from allocworker.db import api as db
-from allocworker.db import placement_scope as scope
+from allocworker.db.placement import placement_scope as scope
 
 VERSION = '1.38'
 THREADS = 8

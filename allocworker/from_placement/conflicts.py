@@ -7,8 +7,8 @@ global), so such a uuid is one of the two deployments' mistake, or
 the same Placement imported twice, and not for the import to settle.
 """
 
-from allocworker.db import placement_scope as scope
-from allocworker.db import placement_source as source
+from allocworker.db.placement import placement_scope as scope
+from allocworker.db.placement import placement_source as source
 from allocworker.from_placement import report as reporting
 
 # Conflicting uuids a refusal names (it counts them all).

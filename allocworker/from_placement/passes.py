@@ -10,9 +10,9 @@ from allocworker import codes
 from allocworker import partitions
 from allocworker.db import api as db
 from allocworker.db import migration
-from allocworker.db import placement_scope as scope
-from allocworker.db import placement_source as source
-from allocworker.db import placement_target as target
+from allocworker.db.placement import placement_scope as scope
+from allocworker.db.placement import placement_source as source
+from allocworker.db.placement import placement_target as target
 from allocworker.from_placement import catch_up as catch_up_pass
 from allocworker.from_placement import conflicts
 from allocworker.from_placement import importer

@@ -12,8 +12,8 @@ import collections
 import weakref
 
 from allocworker import codes
-from allocworker.db import partition_domains as db_partition_domains
-from allocworker.db import topology as db_topology
+from allocworker.db.grouping import partition_domains as db_partition_domains
+from allocworker.db.grouping import topology as db_topology
 from allocworker.groups import rules as group_rules
 
 # The most roots a claim's rules narrow its search to; past it, the

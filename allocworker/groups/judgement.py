@@ -12,7 +12,7 @@ import collections
 
 from allocworker import codes
 from allocworker.db import api as db
-from allocworker.db import groups as db_groups
+from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import rules as group_rules
 

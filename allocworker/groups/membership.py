@@ -17,8 +17,8 @@ from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import groups as db_groups
-from allocworker.db import topology as db_topology
+from allocworker.db.grouping import groups as db_groups
+from allocworker.db.grouping import topology as db_topology
 
 
 def group_item(group, members=None, rules=None, **extra):

@@ -10,7 +10,7 @@ from allocworker import policy
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import groups as db_groups
+from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import membership

@@ -13,8 +13,8 @@ from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import partition_domains as db_partition_domains
-from allocworker.db import topology as db_topology
+from allocworker.db.grouping import partition_domains as db_partition_domains
+from allocworker.db.grouping import topology as db_topology
 from allocworker.groups import rules as group_rules
 
 

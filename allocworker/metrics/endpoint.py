@@ -18,7 +18,7 @@ from prometheus_client import core
 from prometheus_client import multiprocess
 
 from allocworker.conf import CONF
-from allocworker.db import gauges as db_gauges
+from allocworker.db.ledger import gauges as db_gauges
 from allocworker import metrics
 
 LOG = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from oslo_middleware.healthcheck import opts as healthcheck_opts
 from oslo_middleware.healthcheck import pluginbase
 
 from allocworker.conf import CONF
-from allocworker.db import gauges as db_gauges
+from allocworker.db.ledger import gauges as db_gauges
 
 API_BACKENDS = ['disable_by_file', 'allocworker_database']
 WORKER_BACKENDS = ['allocworker_database', 'allocworker_broker',

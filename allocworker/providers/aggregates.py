@@ -11,7 +11,7 @@ from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import aggregates as db_aggregates
+from allocworker.db.catalog import aggregates as db_aggregates
 
 
 def get_provider_aggregates(context, uuid):

@@ -14,7 +14,7 @@ from allocworker import policy
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import resource_classes as db_classes
+from allocworker.db.catalog import resource_classes as db_classes
 
 
 def _allowed_one(context, call, name, fn, *args):

@@ -18,8 +18,8 @@ from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
 
 
 INVENTORY_FIELDS = ('total',) + tuple(capacity.DEFAULTS)

@@ -1,7 +1,7 @@
 """Finding providers by name, uuid, tree, aggregates, traits and room for
 resources (Placement's ``GET /resource_providers`` filters). The filters
 are a single-provider ``Group`` of the request syntax
-(``scheduling/request.py``), judged in SQL (``db/candidates.py``)."""
+(``scheduling/request.py``), judged in SQL (``db/search/candidates.py``)."""
 
 from allocworker import bindings
 from allocworker import codes
@@ -10,11 +10,11 @@ from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import candidates as db_candidates
-from allocworker.db import filters as db_filters
-from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
-from allocworker.db import traits as db_traits
+from allocworker.db.search import candidates as db_candidates
+from allocworker.db.search import filters as db_filters
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
+from allocworker.db.catalog import traits as db_traits
 
 
 def find_providers(context, name=None, uuid=None, group=None):

@@ -13,7 +13,7 @@ from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import traits as db_traits
+from allocworker.db.catalog import traits as db_traits
 
 
 def list_traits(context, starts_with=None, names=None, associated=None):

@@ -26,8 +26,8 @@ from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db import partitions as db_partitions
-from allocworker.db import providers as db_providers
+from allocworker.db.catalog import partitions as db_partitions
+from allocworker.db.catalog import providers as db_providers
 
 KEEP = object()
 

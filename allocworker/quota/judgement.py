@@ -28,7 +28,7 @@ import collections
 
 from allocworker import codes
 from allocworker.conf import CONF
-from allocworker.db import quota as db_quota
+from allocworker.db.limits import quota as db_quota
 from allocworker.quota import limits as limit_source
 from allocworker.quota import rule
 

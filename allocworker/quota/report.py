@@ -9,7 +9,7 @@ from allocworker import policy
 from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
-from allocworker.db import quota as db_quota
+from allocworker.db.limits import quota as db_quota
 from allocworker.quota import limits as limit_source
 from allocworker.quota import rule
 

@@ -49,13 +49,13 @@ from allocworker import codes
 from allocworker.conf import CONF
 from allocworker import policy
 from allocworker.db import api as db
-from allocworker.db import candidates as db_candidates
-from allocworker.db import filters as db_filters
-from allocworker.db import narrowing as db_narrowing
-from allocworker.db import providers as db_providers
-from allocworker.db import resource_classes as db_classes
-from allocworker.db import rooms as db_rooms
-from allocworker.db import traits as db_traits
+from allocworker.db.search import candidates as db_candidates
+from allocworker.db.search import filters as db_filters
+from allocworker.db.search import narrowing as db_narrowing
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
+from allocworker.db.search import rooms as db_rooms
+from allocworker.db.catalog import traits as db_traits
 from allocworker.scheduling import choosing
 from allocworker.scheduling import combine
 from allocworker.scheduling import search_reads

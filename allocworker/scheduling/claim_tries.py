@@ -5,8 +5,8 @@ a first pass that never waits for a lock and a second that does."""
 
 from allocworker import codes
 from allocworker.allocations import writes
-from allocworker.db import idempotency as db_idempotency
-from allocworker.db import providers as db_providers
+from allocworker.db.ledger import idempotency as db_idempotency
+from allocworker.db.catalog import providers as db_providers
 from allocworker.db import tries as db_tries
 from allocworker.scheduling import choosing
 from allocworker.scheduling import claim_groups

@@ -48,9 +48,9 @@ from allocworker import notifications
 from allocworker import retry
 from allocworker import validation
 from allocworker.conf import CONF
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
-from allocworker.db import groups as db_groups
+from allocworker.db.grouping import groups as db_groups
 from allocworker.scheduling import claim_groups
 from allocworker.scheduling import claim_items
 from allocworker.scheduling import claim_tries

@@ -7,10 +7,10 @@ import collections
 import itertools
 
 from allocworker import capacity
-from allocworker.db import candidates as db_candidates
-from allocworker.db import filters as db_filters
-from allocworker.db import suppliers as db_suppliers
-from allocworker.db import traits as db_traits
+from allocworker.db.search import candidates as db_candidates
+from allocworker.db.search import filters as db_filters
+from allocworker.db.search import suppliers as db_suppliers
+from allocworker.db.catalog import traits as db_traits
 from allocworker.scheduling import search_reads
 
 # One way to meet one group: the providers it maps to (ids, in order),

@@ -6,7 +6,7 @@ search read it already (``search_reads.Kept``)."""
 import collections
 
 from allocworker import capacity
-from allocworker.db import candidates as db_candidates
+from allocworker.db.search import candidates as db_candidates
 from allocworker.scheduling import search_reads
 
 Summary = collections.namedtuple('Summary', ['uuid', 'parent_uuid',

@@ -1,7 +1,7 @@
 """The roots a claim weighs, a window at a time, in its strategy's order,
 read from what the database keeps: the room left per provider and class
 (``usages.free``, indexed), within the roots its request's filters admit
-(``db/narrowing.py``), so a window costs the same on a hundred hosts or
+(``db/search/narrowing.py``), so a window costs the same on a hundred hosts or
 a hundred thousand, however rare the hosts the filters admit.
 
 A window is the roots of the ``[scheduling] window_size`` providers with
@@ -37,9 +37,9 @@ only which roots are weighed, not which one wins among them.
 import collections
 import random
 
-from allocworker.db import filters as db_filters
-from allocworker.db import narrowing
-from allocworker.db import rooms as db_rooms
+from allocworker.db.search import filters as db_filters
+from allocworker.db.search import narrowing
+from allocworker.db.search import rooms as db_rooms
 from allocworker.scheduling import choosing
 
 
@@ -57,8 +57,9 @@ def anchoring_amounts(request, class_ids, shared):
 
 def scope_of(plans, root_required, root_forbidden, shared, roots=None,
              partitions=None):
-    """The ``db/narrowing.Scope`` of a request searched by ``plans`` (one
-    per group: its classes, the filters it asks of its providers), with
+    """The ``db/search/narrowing.Scope`` of a request searched by
+    ``plans`` (one per group: its classes, the filters it asks of its
+    providers), with
     ``root_required`` and ``root_forbidden`` trait ids, ``shared`` the
     class ids a sharing provider offers, ``roots`` the roots its
     ``in_tree`` allows and ``partitions`` those its roots may lie in
@@ -113,7 +114,7 @@ def _asked_of_the_tree(plan, anchoring, shared):
 
 def windows(conn, amounts, strategy, size, scope=None, rest=None):
     """Sets of root ids, each new, a window at a time (see above), of
-    the providers ``scope`` (``db/narrowing.Scope``) admits; a single
+    the providers ``scope`` (``db/search/narrowing.Scope``) admits; a single
     ``None`` when there is no anchoring class. ``rest``: when the roots
     ``scope`` lists are a sample, what lists every one."""
     if not amounts:

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from allocworker.db import api as db
-from allocworker.db import candidates as db_candidates
+from allocworker.db.search import candidates as db_candidates
 from allocworker.scheduling import candidates
 from allocworker.scheduling import request as request_syntax
 from allocworker.scheduling import summaries

@@ -1,4 +1,4 @@
-"""Filters choose a claim's window (``db/narrowing.py``): every shape of
+"""Filters choose a claim's window (``db/search/narrowing.py``): every shape of
 filter Nova sends, alone and combined, lands where it says, and a claim
 never answers ``capacity.exceeded`` while a root its filters admit has
 room, whether the admitted roots are listed (a few) or the room index
@@ -137,7 +137,7 @@ def _claimed(context, request, strategy):
 def test_claims_land_where_their_filters_say_as_a_model_does(
         cloud, listed, monkeypatch):
     from allocworker.conf import CONF
-    from allocworker.db import narrowing
+    from allocworker.db.search import narrowing
     from allocworker.allocations import writes
     if not listed:
         monkeypatch.setattr(narrowing, 'FEW_ROOTS', 0)

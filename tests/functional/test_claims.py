@@ -325,7 +325,7 @@ def test_numbered_groups_isolate_sharing_disk_and_a_trait(rpc):
 @pytest.mark.usefixtures('service_layer')
 def test_candidates_are_read_in_one_snapshot(rpc):
     from allocworker.db import api as db
-    from allocworker.db import providers as db_providers
+    from allocworker.db.catalog import providers as db_providers
     name = slot_class(rpc)
     first = hosts(rpc, name, 1, 1)[0]
     with db.snapshot() as conn:

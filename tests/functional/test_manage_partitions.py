@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from allocworker.allocations import writes as allocations
-from allocworker.db import gauges as db_gauges
+from allocworker.db.ledger import gauges as db_gauges
 from allocworker.db import schema
 from allocworker.providers import resource_classes
 from allocworker.providers import rules as providers

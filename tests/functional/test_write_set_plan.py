@@ -1,5 +1,5 @@
 """PostgreSQL's prepared statements (db/prepared.py): the one-statement
-write set (db/writes_pg.py) is prepared again every REPLAN_SECONDS on a
+write set (db/ledger/writes_pg.py) is prepared again every REPLAN_SECONDS on a
 connection, so a generic plan made while the tables were small does not
 outlive their growth; a claim's search runs its statements prepared
 (``prepared.Core``), not planned each time."""

@@ -4,7 +4,7 @@ the range's width leaves it open."""
 
 import pytest
 
-from allocworker.db import candidates as db_candidates
+from allocworker.db.search import candidates as db_candidates
 
 
 @pytest.mark.parametrize('ids, counted, ranged', [

@@ -98,7 +98,7 @@ def test_items_are_counted_by_status_and_code(recording):
 def test_books_are_summed_over_the_cloud_and_per_partition(monkeypatch):
     import types
 
-    from allocworker.db import gauges as db_gauges
+    from allocworker.db.ledger import gauges as db_gauges
     from allocworker.metrics import endpoint
 
     # Two providers named alike, in two partitions (names are unique per

@@ -6,7 +6,7 @@ import datetime
 
 import sqlalchemy as sa
 
-from allocworker.db import placement_source as source
+from allocworker.db.placement import placement_source as source
 
 WHEN = datetime.datetime(2026, 12, 1)
 

@@ -2,7 +2,7 @@
 transaction of several writes (a shared claim transaction) holds one
 row of each counter, never several taken in no order."""
 
-from allocworker.db import project_counters
+from allocworker.db.limits import project_counters
 
 
 class _Connection(object):

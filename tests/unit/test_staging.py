@@ -3,7 +3,7 @@
 import collections
 
 from allocworker.allocations import staging
-from allocworker.db import allocations as db_allocations
+from allocworker.db.ledger import allocations as db_allocations
 
 
 def _writes(consumer, provider, generation, project='p'):

@@ -1,5 +1,5 @@
 """Queries for allocation candidates and provider searches: the filtering
-is done here, in SQL (``db/filters.py``), so a request never reads every
+is done here, in SQL (``db/search/filters.py``), so a request never reads every
 provider.
 """
 
@@ -9,10 +9,10 @@ import functools
 import sqlalchemy as sa
 
 from allocworker import capacity
-from allocworker.db import filters as db_filters
+from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
-from allocworker.db import suppliers as db_suppliers
+from allocworker.db.search import suppliers as db_suppliers
 
 _p = schema.providers
 _inv = schema.inventories

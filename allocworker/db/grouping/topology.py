@@ -6,7 +6,7 @@ root (not a child of it) is a member of; membership lives in
 ``provider_aggregates``. Level ``partition`` has no aggregates: a root's
 label there is its own ``partition`` column (``partitions.domain``),
 read beside the others' labels here; its other reads are
-db/partition_domains.py's.
+db/grouping/partition_domains.py's.
 """
 
 import collections

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from allocworker import partitions
 from allocworker.db import generations
-from allocworker.db import providers as db_providers
+from allocworker.db.catalog import providers as db_providers
 from allocworker.db import schema
 
 _p = schema.providers

@@ -9,10 +9,10 @@ from allocworker.db import api
 from allocworker.db import events
 from allocworker.db import generations
 from allocworker.db import prepared
-from allocworker.db import project_counters
-from allocworker.db import providers
+from allocworker.db.limits import project_counters
+from allocworker.db.catalog import providers
 from allocworker.db import schema
-from allocworker.db import writes_pg
+from allocworker.db.ledger import writes_pg
 
 _c = schema.consumers
 _alloc = schema.allocations

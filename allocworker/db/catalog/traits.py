@@ -3,7 +3,7 @@
 import sqlalchemy as sa
 
 from allocworker.db import api
-from allocworker.db import facets
+from allocworker.db.catalog import facets
 from allocworker.db import names as names_table
 from allocworker.db import prepared
 from allocworker.db import schema

@@ -16,9 +16,9 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import prepared
-from allocworker.db import providers as db_providers
-from allocworker.db import project_counters
-from allocworker.db import resource_classes
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.limits import project_counters
+from allocworker.db.catalog import resource_classes
 from allocworker.db import schema
 from allocworker import limit_names
 

@@ -10,7 +10,7 @@ import time
 import sqlalchemy as sa
 
 from allocworker.db import api
-from allocworker.db import narrowing
+from allocworker.db.search import narrowing
 from allocworker.db import prepared
 from allocworker.db import schema
 
@@ -29,7 +29,7 @@ def roomiest(conn, class_id, amount, most_first, after=None, count=16,
     (by the kept room left, ``usages.free``), as ``Room`` rows: the most
     room first (``most_first``) or the least, ties by provider id, after
     the ``(free, provider id)`` key ``after`` of an earlier page, among
-    the providers that ``scope`` (``db/narrowing.Scope``) admits for
+    the providers that ``scope`` (``db/search/narrowing.Scope``) admits for
     the class. Read along the (class, free, provider) index, or from the
     few roots the scope names: the cost is the page's, not the
     cloud's."""

@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from allocworker import capacity
 from allocworker import partitions
-from allocworker.db import allocations as db_allocations
-from allocworker.db import project_counters
-from allocworker.db import providers as db_providers
+from allocworker.db.ledger import allocations as db_allocations
+from allocworker.db.limits import project_counters
+from allocworker.db.catalog import providers as db_providers
 from allocworker.db import schema
 
 _p = schema.providers
@@ -155,7 +155,7 @@ def replace_inventories(conn, provider_ids, rows):
 def _set_counters(conn, provider_ids, rows):
     """Every inventory written gets its usage counter row, with its room
     left (capacity rounded down, minus what is used), as every inventory
-    write keeps them (db/providers.py); counters of classes that are no
+    write keeps them (db/catalog/providers.py); counters of classes that are no
     longer inventoried go when nothing is counted on them."""
     counted = set()
     if provider_ids:

@@ -1,7 +1,7 @@
 """Which roots a request's filters admit, judged in the database from the
 filters' own indexes (aggregate members, trait holders, a tree's
-providers), so that a claim's windows (``db/rooms.py``) and a candidate
-search's slices (``db/candidates.roots``) hold only roots that could
+providers), so that a claim's windows (``db/search/rooms.py``) and a candidate
+search's slices (``db/search/candidates.roots``) hold only roots that could
 hold a candidate: their cost follows the roots a request admits, not the
 cloud's size nor how rare those roots are.
 
@@ -32,7 +32,7 @@ import collections
 
 import sqlalchemy as sa
 
-from allocworker.db import filters as db_filters
+from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
 

@@ -2,7 +2,7 @@
 
 import sqlalchemy as sa
 
-from allocworker.db import facets
+from allocworker.db.catalog import facets
 from allocworker.db import schema
 
 _pa = schema.provider_aggregates

@@ -8,7 +8,7 @@ import functools
 
 import sqlalchemy as sa
 
-from allocworker.db import filters as db_filters
+from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
 

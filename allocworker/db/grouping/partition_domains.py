@@ -1,7 +1,7 @@
 """The domains of topology level ``partition`` (group rules, design §3):
 a root's domain is its partition (``providers.partition``), with no
 aggregate involved, and partition ``shared`` is no domain. The reads a
-judgement makes of an aggregate level (db/topology.py), with the same
+judgement makes of an aggregate level (db/grouping/topology.py), with the same
 signatures, so the judge asks either alike; a root's label itself is
 read beside the other levels' (``db_topology.labels_of_roots``).
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from allocworker.db import prepared
 from allocworker.db import schema
-from allocworker.db import topology as db_topology
+from allocworker.db.grouping import topology as db_topology
 from allocworker import partitions
 
 _p = schema.providers

@@ -5,7 +5,7 @@ import collections
 
 import sqlalchemy as sa
 
-from allocworker.db import project_counters
+from allocworker.db.limits import project_counters
 from allocworker.db import schema
 from allocworker import partitions
 

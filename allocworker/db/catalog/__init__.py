@@ -1,0 +1,2 @@
+"""Providers and the facts they carry: trees, resource classes, traits,
+aggregates, partitions."""

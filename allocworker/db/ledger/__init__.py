@@ -1,0 +1,2 @@
+"""Consumers and their allocations: the allocation transaction's writes,
+idempotency keys, and the books read whole (audit, gauges)."""

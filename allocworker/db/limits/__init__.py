@@ -1,0 +1,1 @@
+"""Project limits inside the transaction: project locks and usage counters."""
