@@ -243,6 +243,50 @@ def _claims_partitions(result):
                 _source(result), _table(header, rows)))
 
 
+def _waiters(result):
+    """Parked waiters: the allocates beside them and their wake."""
+    rows, by_name = [], {row['row']: row for row in result['rows']}
+    for row in result['rows']:
+        name = row['row']
+        if name.startswith('allocate'):
+            parked, none = row['parked'], row['none']
+            held = row['writes_to']['parked']
+            target = '>= 0.9' if 'parked in' in name else ''
+            rows.append([
+                '%s (c=%d)' % (name, row['concurrency']),
+                'parked %s/s p50 %s ms, none %s/s p50 %s ms; writes to %s '
+                '(%s), %d awaited' % (
+                    parked['calls_per_s'], parked['p50_ms'],
+                    none['calls_per_s'], none['p50_ms'], held['server'],
+                    held['holds'], held['consumers_awaited']),
+                row['ratio'], target, '%s / %s' % (
+                    parked['worker_cpu_ms_per_call'],
+                    none['worker_cpu_ms_per_call'])])
+        elif name.startswith('idle'):
+            rows.append([name, 'parked %s, none %s' % (
+                row['parked'], row['none']), '', '', ''])
+        elif name == 'park':
+            rows.append(['park %d waits in %s' % (row['waiters'],
+                                                  row['parked_in']),
+                         '%s s; threads %s, RSS %s MiB (before, after)' % (
+                             row['seconds'], row['process_0_threads'],
+                             row['process_0_rss_mib']), '', '', ''])
+        elif name == 'wake':
+            rows.append([
+                'wake, events stored through %s (%s) at %s/s' % (
+                    row['stored_through']['server'],
+                    row['stored_through']['holds'], row['wake_rate']),
+                '%d of %d answered 200; p50 %s ms, max %s ms' % (
+                    row['answered_200'], row['waiters'],
+                    row['latency_p50_ms'], row['latency_max_ms']),
+                'p99 %s ms' % row['latency_p99_ms'], '<= 1000 ms', ''])
+    park = by_name.get('park', {})
+    return ('### %s parked `wait_for_events` (`waiters`)\n\n%s\n\n%s' % (
+        '{:,}'.format(park.get('waiters', 0)), _source(result), _table(
+            ['row', 'figures', 'measured', 'target',
+             'worker CPU ms per allocate (parked / none)'], rows)))
+
+
 def _generic(result):
     """A file no renderer knows yet: its rows' scalar fields."""
     rows = result['rows']
@@ -256,7 +300,7 @@ def _generic(result):
 RENDERERS = {'claims_filtered': _claims_filtered, 'nova_mix': _nova_mix,
              'claims_domains': _claims_domains,
              'claims_partitions': _claims_partitions,
-             'candidates_shapes': _candidates_shapes}
+             'candidates_shapes': _candidates_shapes, 'waiters': _waiters}
 
 
 def section():
