@@ -24,7 +24,7 @@ Interface
 How: the database does the filtering, one request group and resource
 class at a time, for a slice of root providers at a time (in id order,
 or from a random root on when randomising): which providers have room,
-carry the traits, sit in the aggregates and tree asked (``db/candidates``).
+carry the traits, sit in the aggregates and tree asked (``db/search/``).
 Python then combines, per root, only the providers that passed, and
 stops once ``limit`` candidates are found, so memory depends on the
 slice and the limit, never on the number of providers.
