@@ -1,6 +1,6 @@
-"""Queries for allocation candidates and provider searches: the filtering
-is done here, in SQL (``db/search/filters.py``), so a request never reads every
-provider.
+"""Queries for allocation candidates and provider searches: the
+filtering is done here, in SQL (``db/search/filters.py``), so a request
+never reads every provider.
 """
 
 import collections
@@ -9,9 +9,9 @@ import functools
 import sqlalchemy as sa
 
 from allocworker import capacity
-from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db.search import filters as db_filters
 from allocworker.db.search import suppliers as db_suppliers
 
 _p = schema.providers
@@ -241,11 +241,6 @@ def matching_providers(conn, filters, resources=(), in_tree=None, name=None,
     if partitions is not None:
         query = query.where(_p.c.partition.in_(sorted(partitions)))
     for class_id, amount in resources:
-        room = (sa.select(_inv.c.provider_id)
-                .select_from(_inv.outerjoin(_u, sa.and_(
-                    _u.c.provider_id == _inv.c.provider_id,
-                    _u.c.resource_class_id == _inv.c.resource_class_id)))
-                .where(_inv.c.resource_class_id == class_id,
-                       db_suppliers.room(amount)))
-        query = query.where(_p.c.id.in_(room.scalar_subquery()))
+        roomy = db_suppliers.providers_with_room(class_id, amount)
+        query = query.where(_p.c.id.in_(roomy.scalar_subquery()))
     return [row[0] for row in conn.execute(query)]

@@ -8,9 +8,9 @@ import functools
 
 import sqlalchemy as sa
 
-from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db.search import filters as db_filters
 
 _p = schema.providers
 _inv = schema.inventories
@@ -19,7 +19,7 @@ _pt = schema.provider_traits
 _pa = schema.provider_aggregates
 
 
-def room(amount):
+def _room(amount):
     """The inventory row (joined with its usage counter) has room for one
     more allocation of ``amount``: Placement's capacity and unit rule."""
     used = sa.func.coalesce(_u.c.used, 0)
@@ -28,6 +28,17 @@ def room(amount):
         _inv.c.allocation_ratio,
         _inv.c.min_unit <= amount, _inv.c.max_unit >= amount,
         amount % _inv.c.step_size == 0)
+
+
+def providers_with_room(class_id, amount):
+    """A select of the ids of the providers whose inventory of
+    ``class_id`` (joined with its usage counter) has room for
+    ``amount``."""
+    return (sa.select(_inv.c.provider_id)
+            .select_from(_inv.outerjoin(_u, sa.and_(
+                _u.c.provider_id == _inv.c.provider_id,
+                _u.c.resource_class_id == _inv.c.resource_class_id)))
+            .where(_inv.c.resource_class_id == class_id, _room(amount)))
 
 
 def _with_room(query, provider_column, class_id, amount, dialect):
@@ -43,13 +54,9 @@ def _with_room(query, provider_column, class_id, amount, dialect):
             _inv.c.resource_class_id == class_id))
             .outerjoin(_u, sa.and_(_u.c.provider_id == _inv.c.provider_id,
                                    _u.c.resource_class_id == class_id))
-            .where(room(amount)))
-    looked_up = (sa.select(_inv.c.provider_id)
-                 .select_from(_inv.outerjoin(_u, sa.and_(
-                     _u.c.provider_id == _inv.c.provider_id,
-                     _u.c.resource_class_id == class_id)))
-                 .where(_inv.c.provider_id == provider_column,
-                        _inv.c.resource_class_id == class_id, room(amount))
+            .where(_room(amount)))
+    looked_up = (providers_with_room(class_id, amount)
+                 .where(_inv.c.provider_id == provider_column)
                  .offset(0).lateral('room'))
     return query.join(looked_up, sa.true())
 
