@@ -9,11 +9,11 @@ the same Placement imported twice, and not for the import to settle.
 
 from allocworker.db.placement import placement_scope as scope
 from allocworker.db.placement import placement_source as source
+from allocworker.from_placement import importer
 from allocworker.from_placement import report as reporting
 
 # Conflicting uuids a refusal names (it counts them all).
 SHOWN = 5
-PAGE = 1000
 
 
 def first_pass(src, conn, partition):
@@ -23,7 +23,8 @@ def first_pass(src, conn, partition):
     ``partition`` (otherwise none can conflict)."""
     providers(conn, source.provider_uuids(src), partition)
     if scope.consumers_elsewhere(conn, partition):
-        consumers(conn, source.consumer_uuid_pages(src, PAGE), partition)
+        consumers(conn, source.consumer_uuid_pages(src, importer.PAGE),
+                  partition)
 
 
 def providers(conn, uuids, partition):

@@ -47,15 +47,15 @@ import random
 from allocworker import bindings
 from allocworker import codes
 from allocworker.conf import CONF
-from allocworker import policy
 from allocworker.db import api as db
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
+from allocworker.db.catalog import traits as db_traits
 from allocworker.db.search import candidates as db_candidates
 from allocworker.db.search import filters as db_filters
 from allocworker.db.search import narrowing as db_narrowing
-from allocworker.db.catalog import providers as db_providers
-from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.search import rooms as db_rooms
-from allocworker.db.catalog import traits as db_traits
+from allocworker import policy
 from allocworker.scheduling import choosing
 from allocworker.scheduling import combine
 from allocworker.scheduling import search_reads
@@ -186,10 +186,10 @@ def _prepare(conn, request, nested, distinct=False, roots=None,
     root_forbidden = [trait_ids[t] for t in request.root_forbidden]
     scope = windows.scope_of(plans, root_required, root_forbidden, shared,
                              allowed, request.partitions)
-    # A range read within the partitions (db_suppliers.suppliers)
-    # holds no root they leave out.
-    gapless = scope == db_narrowing.Scope(None, (), (), (), scope.by_class,
-                                          scope.partitions)
+    # No root condition but the partitions: a range read within them
+    # (db_suppliers.suppliers) holds no root they leave out.
+    gapless = scope.roots is None and not (
+        scope.root_required or scope.root_forbidden or scope.trees)
     admitted, rest = _admitted(conn, scope, sample)
     if admitted is not None:
         if not admitted:

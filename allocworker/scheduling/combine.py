@@ -7,11 +7,15 @@ import collections
 import itertools
 
 from allocworker import capacity
+from allocworker.db.catalog import traits as db_traits
 from allocworker.db.search import candidates as db_candidates
 from allocworker.db.search import filters as db_filters
 from allocworker.db.search import suppliers as db_suppliers
-from allocworker.db.catalog import traits as db_traits
 from allocworker.scheduling import search_reads
+
+# The fewest anchors a listing's later batch reads: the candidates per
+# anchor so far may undercount the trees still to come.
+_FEW_ANCHORS = 16
 
 # One way to meet one group: the providers it maps to (ids, in order),
 # its (provider id, class, amount) rows, and the providers' uuids in
@@ -316,7 +320,8 @@ def _batches(anchors, want, result, found):
     while done < len(anchors):
         if done:
             per_anchor = max(len(result), 1) / done
-            size = max(16, int((want - len(result)) / per_anchor) + 1)
+            size = max(_FEW_ANCHORS,
+                       int((want - len(result)) / per_anchor) + 1)
         yield anchors[done:done + size]
         done += size
 

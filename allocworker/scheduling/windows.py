@@ -1,8 +1,8 @@
 """The roots a claim weighs, a window at a time, in its strategy's order,
 read from what the database keeps: the room left per provider and class
 (``usages.free``, indexed), within the roots its request's filters admit
-(``db/search/narrowing.py``), so a window costs the same on a hundred hosts or
-a hundred thousand, however rare the hosts the filters admit.
+(``db/search/narrowing.py``), so a window costs the same on a hundred
+hosts or a hundred thousand, however rare the hosts the filters admit.
 
 A window is the roots of the ``[scheduling] window_size`` providers with
 the most room (``spread``) or the least room that still fits (``pack``)
@@ -59,11 +59,10 @@ def scope_of(plans, root_required, root_forbidden, shared, roots=None,
              partitions=None):
     """The ``db/search/narrowing.Scope`` of a request searched by
     ``plans`` (one per group: its classes, the filters it asks of its
-    providers), with
-    ``root_required`` and ``root_forbidden`` trait ids, ``shared`` the
-    class ids a sharing provider offers, ``roots`` the roots its
-    ``in_tree`` allows and ``partitions`` those its roots may lie in
-    (each None for any).
+    providers), with ``root_required`` and ``root_forbidden`` trait ids,
+    ``shared`` the class ids a sharing provider offers, ``roots`` the
+    roots its ``in_tree`` allows and ``partitions`` those its roots may
+    lie in (each None for any).
 
     A group that asks some class no sharing provider offers takes it
     from a provider of the candidate's own tree, so what the group asks
@@ -114,8 +113,8 @@ def _asked_of_the_tree(plan, anchoring, shared):
 
 def windows(conn, amounts, strategy, size, scope=None, rest=None):
     """Sets of root ids, each new, a window at a time (see above), of
-    the providers ``scope`` (``db/search/narrowing.Scope``) admits; a single
-    ``None`` when there is no anchoring class. ``rest``: when the roots
+    the providers ``scope`` (``db/search/narrowing.Scope``) admits; a
+    single ``None`` when there is no anchoring class. ``rest``: when the roots
     ``scope`` lists are a sample, what lists every one."""
     if not amounts:
         yield None
