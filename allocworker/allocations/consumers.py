@@ -4,12 +4,12 @@ page by page. Every read is one statement, so one snapshot."""
 from allocworker.allocations import group_commit
 from allocworker import bindings
 from allocworker import codes
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker import items as item_results
 from allocworker import policy
 from allocworker import validation
-from allocworker.conf import CONF
-from allocworker.db.ledger import allocations as db_allocations
-from allocworker.db import api as db
 
 
 def get_allocations(context, consumer_uuids):

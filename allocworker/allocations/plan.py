@@ -17,19 +17,19 @@ moved by one.
 import collections
 
 from allocworker.allocations import plan_writes
-from allocworker import capacity
 from allocworker import bindings
+from allocworker import capacity
 from allocworker import codes
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import resource_classes as db_classes
+from allocworker.db.ledger import allocations as db_allocations
+from allocworker.db.ledger import idempotency as db_idempotency
 from allocworker.groups import judgement as groups
 from allocworker import partitions
 from allocworker import policy
 from allocworker.quota import judgement as limits
-from allocworker.conf import CONF
-from allocworker.db.ledger import allocations as db_allocations
-from allocworker.db import api as db
-from allocworker.db.ledger import idempotency as db_idempotency
-from allocworker.db.catalog import providers as db_providers
-from allocworker.db.catalog import resource_classes as db_classes
 
 
 # Where a request of a shared transaction came from: its call's context,

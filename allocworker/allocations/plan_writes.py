@@ -11,11 +11,11 @@ send them together (``staging``).
 
 import collections
 
-from allocworker import metrics
-from allocworker import partitions
+from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db.ledger import idempotency as db_idempotency
-from allocworker.db.catalog import resource_classes as db_classes
+from allocworker import metrics
+from allocworker import partitions
 
 
 class Writing(object):

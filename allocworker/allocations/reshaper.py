@@ -10,14 +10,14 @@ inventory. Any failure writes nothing.
 
 from allocworker.allocations import writes as allocations
 from allocworker import bindings
+from allocworker.db import api as db
+from allocworker.db.catalog import providers as db_providers
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker import notifications
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db.ledger import allocations as db_allocations
-from allocworker.db import api as db
-from allocworker.db.catalog import providers as db_providers
 
 
 def reshape(context, inventories, items,

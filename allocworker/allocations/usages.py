@@ -2,10 +2,10 @@
 ``GET /usages``)."""
 
 from allocworker import bindings
+from allocworker.db import api as db
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker import policy
 from allocworker import validation
-from allocworker.db.ledger import allocations as db_allocations
-from allocworker.db import api as db
 
 
 def by_project(context, project_id, user_id=None):

@@ -22,10 +22,10 @@ import functools
 
 import sqlalchemy as sa
 
-from allocworker.db import prepared
 from allocworker.db.catalog import providers
-from allocworker.db.search import rooms
+from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db.search import rooms
 
 _p = schema.providers
 _SAVEPOINT = 'allocworker_try'

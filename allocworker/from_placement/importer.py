@@ -12,10 +12,10 @@ memory grows with the providers only, never with the consumers.
 import itertools
 
 from allocworker import capacity
-from allocworker.db.placement import placement_source as source
-from allocworker.db.placement import placement_target as target
 from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.catalog import traits as db_traits
+from allocworker.db.placement import placement_source as source
+from allocworker.db.placement import placement_target as target
 from allocworker.from_placement import rules
 
 PAGE = 1000

@@ -7,7 +7,6 @@ the target, so all of it lands or none (``dry_run`` rolls it back), and
 writes only the one partition's books (``placement_scope``)."""
 
 from allocworker import codes
-from allocworker import partitions
 from allocworker.db import api as db
 from allocworker.db import migration
 from allocworker.db.placement import placement_scope as scope
@@ -17,6 +16,7 @@ from allocworker.from_placement import catch_up as catch_up_pass
 from allocworker.from_placement import conflicts
 from allocworker.from_placement import importer
 from allocworker.from_placement import report as reporting
+from allocworker import partitions
 
 
 Refused = reporting.Refused

@@ -7,6 +7,10 @@ through ``groups.judge``; the allocation transaction's is in
 from oslo_db import exception as db_exc
 
 from allocworker import codes
+from allocworker.conf import CONF
+from allocworker.db import api as db
+from allocworker.db.grouping import groups as db_groups
+from allocworker.db.grouping import topology as db_topology
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import rules as group_rules
@@ -15,10 +19,6 @@ from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
-from allocworker.conf import CONF
-from allocworker.db import api as db
-from allocworker.db.grouping import groups as db_groups
-from allocworker.db.grouping import topology as db_topology
 
 
 def group_item(group, members=None, rules=None, **extra):

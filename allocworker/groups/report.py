@@ -5,9 +5,6 @@ snapshot) and the audit of every rule the books break."""
 import collections
 
 from allocworker import codes
-from allocworker import items
-from allocworker import policy
-from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db.grouping import groups as db_groups
@@ -15,6 +12,9 @@ from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import membership
 from allocworker.groups import rules as group_rules
+from allocworker import items
+from allocworker import policy
+from allocworker import validation
 
 
 def get_groups(context, uuids=None, project_id=None):

@@ -7,15 +7,15 @@ names reserved; ``get_topology`` lists ``partition``. Admin only."""
 from oslo_db import exception as db_exc
 
 from allocworker import codes
+from allocworker.db import api as db
+from allocworker.db.grouping import partition_domains as db_partition_domains
+from allocworker.db.grouping import topology as db_topology
+from allocworker.groups import rules as group_rules
 from allocworker import items
 from allocworker import notifications
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import api as db
-from allocworker.db.grouping import partition_domains as db_partition_domains
-from allocworker.db.grouping import topology as db_topology
-from allocworker.groups import rules as group_rules
 
 
 def _level_name(name, where='name'):

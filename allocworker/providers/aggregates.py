@@ -4,14 +4,14 @@ MISC_SHARES_VIA_AGGREGATE trait shares its inventory with the providers of
 its aggregates (allocation candidates use that). Setting them is a write
 to the provider, under its generation."""
 
+from allocworker import bindings
+from allocworker.db.catalog import aggregates as db_aggregates
 from allocworker.groups import topology
 from allocworker import items
-from allocworker import bindings
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db.catalog import aggregates as db_aggregates
 
 
 def get_provider_aggregates(context, uuid):

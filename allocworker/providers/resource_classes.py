@@ -9,12 +9,12 @@ from oslo_db import exception as db_exc
 import os_resource_classes
 
 from allocworker import codes
+from allocworker.db import api as db
+from allocworker.db.catalog import resource_classes as db_classes
 from allocworker import items
 from allocworker import policy
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import api as db
-from allocworker.db.catalog import resource_classes as db_classes
 
 
 def _allowed_one(context, call, name, fn, *args):

@@ -10,16 +10,16 @@ import os_resource_classes
 
 from allocworker import bindings
 from allocworker import capacity
-from allocworker import items
-from allocworker import partitions
-from allocworker import policy
 from allocworker import codes
-from allocworker import retry
-from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db.catalog import providers as db_providers
 from allocworker.db.catalog import resource_classes as db_classes
+from allocworker import items
+from allocworker import partitions
+from allocworker import policy
+from allocworker import retry
+from allocworker import validation
 
 
 INVENTORY_FIELDS = ('total',) + tuple(capacity.DEFAULTS)

@@ -6,15 +6,15 @@ are a single-provider ``Group`` of the request syntax
 from allocworker import bindings
 from allocworker import codes
 from allocworker.conf import CONF
-from allocworker import policy
-from allocworker.providers import rules as providers
-from allocworker import validation
 from allocworker.db import api as db
-from allocworker.db.search import candidates as db_candidates
-from allocworker.db.search import filters as db_filters
 from allocworker.db.catalog import providers as db_providers
 from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.catalog import traits as db_traits
+from allocworker.db.search import candidates as db_candidates
+from allocworker.db.search import filters as db_filters
+from allocworker import policy
+from allocworker.providers import rules as providers
+from allocworker import validation
 
 
 def find_providers(context, name=None, uuid=None, group=None):

@@ -5,15 +5,15 @@ under the provider's generation and moves it."""
 
 import os_traits
 
-from allocworker import codes
-from allocworker import items
 from allocworker import bindings
+from allocworker import codes
+from allocworker.db import api as db
+from allocworker.db.catalog import traits as db_traits
+from allocworker import items
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import api as db
-from allocworker.db.catalog import traits as db_traits
 
 
 def list_traits(context, starts_with=None, names=None, associated=None):

@@ -19,15 +19,15 @@ from oslo_db import exception as db_exc
 
 from allocworker import bindings
 from allocworker import codes
+from allocworker.db import api as db
+from allocworker.db.catalog import partitions as db_partitions
+from allocworker.db.catalog import providers as db_providers
 from allocworker import items
 from allocworker import partitions
 from allocworker import policy
 from allocworker.providers import rules as providers
 from allocworker import retry
 from allocworker import validation
-from allocworker.db import api as db
-from allocworker.db.catalog import partitions as db_partitions
-from allocworker.db.catalog import providers as db_providers
 
 KEEP = object()
 

@@ -5,13 +5,13 @@ answer agrees with how this worker judges writes right now.
 """
 
 from allocworker import codes
-from allocworker import policy
-from allocworker import validation
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db.limits import quota as db_quota
+from allocworker import policy
 from allocworker.quota import limits as limit_source
 from allocworker.quota import rule
+from allocworker import validation
 
 
 def get_limits(context, project_id):

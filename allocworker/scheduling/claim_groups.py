@@ -6,9 +6,9 @@ allocation transaction judges with (``groups.judge``)."""
 import collections
 
 from allocworker import codes
-from allocworker.db.grouping import groups as db_groups
 from allocworker.db.catalog import providers as db_providers
 from allocworker.db.catalog import resource_classes as db_classes
+from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import rules as group_rules

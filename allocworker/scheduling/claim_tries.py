@@ -3,10 +3,10 @@ claim's transaction (``claims`` step 4): the candidates in the
 strategy's order, groups' policies kept where a candidate can keep them,
 a first pass that never waits for a lock and a second that does."""
 
-from allocworker import codes
 from allocworker.allocations import writes
-from allocworker.db.ledger import idempotency as db_idempotency
+from allocworker import codes
 from allocworker.db.catalog import providers as db_providers
+from allocworker.db.ledger import idempotency as db_idempotency
 from allocworker.db import tries as db_tries
 from allocworker.scheduling import choosing
 from allocworker.scheduling import claim_groups

@@ -44,18 +44,18 @@ from allocworker.allocations import refusals
 from allocworker.allocations import staging as claim_staging
 from allocworker.allocations import writes
 from allocworker import codes
-from allocworker import notifications
-from allocworker import retry
-from allocworker import validation
 from allocworker.conf import CONF
-from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db import api as db
 from allocworker.db.grouping import groups as db_groups
+from allocworker.db.ledger import allocations as db_allocations
+from allocworker import notifications
+from allocworker import retry
 from allocworker.scheduling import claim_groups
 from allocworker.scheduling import claim_items
 from allocworker.scheduling import claim_tries
 from allocworker.scheduling import lookup
 from allocworker.scheduling import reuse
+from allocworker import validation
 
 LOG = logging.getLogger(__name__)
 Claim = claim_items.Claim

@@ -4,8 +4,8 @@ import os_resource_classes
 import sqlalchemy as sa
 
 from allocworker.db import api
-from allocworker.db import names as names_table
 from allocworker.db.limits import project_counters
+from allocworker.db import names as names_table
 from allocworker.db import schema
 
 _rc = schema.resource_classes

@@ -8,9 +8,9 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db.grouping import topology as db_topology
 from allocworker.db import prepared
 from allocworker.db import schema
-from allocworker.db.grouping import topology as db_topology
 
 _g = schema.consumer_groups
 _m = schema.group_members

@@ -14,9 +14,9 @@ import functools
 
 import sqlalchemy as sa
 
+from allocworker.db.grouping import topology as db_topology
 from allocworker.db import prepared
 from allocworker.db import schema
-from allocworker.db.grouping import topology as db_topology
 from allocworker import partitions
 
 _p = schema.providers

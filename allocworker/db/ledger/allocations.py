@@ -6,13 +6,13 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db.catalog import providers
 from allocworker.db import events
 from allocworker.db import generations
-from allocworker.db import prepared
-from allocworker.db.limits import project_counters
-from allocworker.db.catalog import providers
-from allocworker.db import schema
 from allocworker.db.ledger import writes_pg
+from allocworker.db.limits import project_counters
+from allocworker.db import prepared
+from allocworker.db import schema
 
 _c = schema.consumers
 _alloc = schema.allocations

@@ -15,10 +15,10 @@ project of ten consumers or of ten thousand.
 import sqlalchemy as sa
 
 from allocworker.db import api
-from allocworker.db import prepared
 from allocworker.db.catalog import providers as db_providers
-from allocworker.db.limits import project_counters
 from allocworker.db.catalog import resource_classes
+from allocworker.db.limits import project_counters
+from allocworker.db import prepared
 from allocworker.db import schema
 from allocworker import limit_names
 

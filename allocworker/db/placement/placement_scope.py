@@ -11,10 +11,10 @@ inside the caller's one write transaction.
 
 import sqlalchemy as sa
 
-from allocworker import partitions
-from allocworker.db import generations
 from allocworker.db.catalog import providers as db_providers
+from allocworker.db import generations
 from allocworker.db import schema
+from allocworker import partitions
 
 _p = schema.providers
 _c = schema.consumers

@@ -10,11 +10,11 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker import capacity
-from allocworker import partitions
+from allocworker.db.catalog import providers as db_providers
 from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db.limits import project_counters
-from allocworker.db.catalog import providers as db_providers
 from allocworker.db import schema
+from allocworker import partitions
 
 _p = schema.providers
 _inv = schema.inventories

@@ -32,9 +32,9 @@ import collections
 
 import sqlalchemy as sa
 
-from allocworker.db.search import filters as db_filters
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db.search import filters as db_filters
 
 _p = schema.providers
 _pa = schema.provider_aggregates

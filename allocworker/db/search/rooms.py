@@ -10,9 +10,9 @@ import time
 import sqlalchemy as sa
 
 from allocworker.db import api
-from allocworker.db.search import narrowing
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker.db.search import narrowing
 
 _p = schema.providers
 _inv = schema.inventories
