@@ -199,6 +199,23 @@ start_haproxy() {
     haproxy -q -f "$BASE/haproxy.cfg" -D -p "$BASE/haproxy.pid"
 }
 
+# HAProxy takes every server to be up when it starts, until its checks
+# say otherwise: a node that is not the writer (one a failover left
+# behind) takes connections for a moment, which its check then cuts
+# (on-marked-down shutdown-sessions). Start returns once the writer
+# listener sends to the writer alone.
+await_writer_routed() {
+    local _ up
+    for _ in $(seq 150); do
+        up=$(haproxy_cmd "show servers state galera_writer" 2>/dev/null |
+            awk 'NR > 2 && NF > 6 && $6 == 2 {print $4}') || up=""
+        [ "$up" = "galera$(writer)" ] && return 0
+        sleep 0.2
+    done
+    echo "haproxy: galera_writer does not send to galera$(writer) alone" >&2
+    return 1
+}
+
 haproxy_cmd() {   # a command on HAProxy's admin socket
     python3 - "$BASE/haproxy.sock" "$*" <<'EOF'
 import socket, sys
@@ -331,6 +348,7 @@ start() {
     # The first writer: node 1, unless one was chosen before.
     [ -s "$BASE/writer" ] || echo galera1 > "$BASE/writer"
     start_haproxy
+    await_writer_routed
     url
 }
 
