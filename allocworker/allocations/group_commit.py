@@ -4,15 +4,21 @@ A call hands its work to a ``Combiner`` and waits. Whoever finds the
 combiner idle leads: it takes its own work and whatever else is queued
 (up to ``limit`` units, skipping work that names a key already taken, so
 two calls about one consumer never share a transaction) and runs them
-together. When that run ends, every call in it is answered and the
-oldest call still queued is woken to lead the next run, with everything
-that queued meanwhile. A call alone pays nothing: it leads at once and
-runs on its own. A leader only ever runs its own batch, so no call
-waits for more than the run in progress and its own.
+together. When that run ends, every call in it is answered, but those
+it gives back (``AGAIN``), which go back to the head of the queue, and
+the oldest call still queued is woken to lead the next run, with
+everything that queued meanwhile. A call alone pays nothing: it leads
+at once and runs on its own. A leader only ever runs its own batch, so
+no call waits for more than the run in progress and its own, and one
+more for each time it is given back.
 """
 
 import collections
 import threading
+
+# What ``run`` gives for a work it left for the next run: its call waits
+# on, at the head of the queue.
+AGAIN = object()
 
 
 class _Ticket(object):
@@ -48,11 +54,15 @@ class Combiner(object):
         ticket = _Ticket(work, size, frozenset(keys))
         with self._lock:
             self._queue.append(ticket)
-            lead = not self._leading
-            self._leading = True
-        if not lead:
+            if not self._leading:
+                self._leading = True
+                ticket.woken.set()
+        while True:
+            # Woken to lead a run, or with its result.
             ticket.woken.wait()
-        if not ticket.done:
+            ticket.woken.clear()
+            if ticket.done:
+                break
             self._lead()
         if ticket.error is not None:
             raise ticket.error
@@ -82,15 +92,19 @@ class Combiner(object):
         try:
             results = self._run([t.work for t in taken])
         except BaseException as error:
+            results = [None] * len(taken)
             for ticket in taken:
                 ticket.error = error
-        else:
-            for ticket, result in zip(taken, results):
-                ticket.result = result
         with self._lock:
-            for ticket in taken:
+            again = []
+            for ticket, result in zip(taken, results):
+                if result is AGAIN:
+                    again.append(ticket)
+                    continue
+                ticket.result = result
                 ticket.done = True
                 ticket.woken.set()
+            self._queue.extendleft(reversed(again))
             if self._queue:
                 self._queue[0].woken.set()
             else:

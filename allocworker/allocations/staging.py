@@ -28,6 +28,7 @@ all read under its lock.
 import collections
 
 from allocworker.db.ledger import allocations as db_allocations
+from allocworker.groups import judgement as group_judgement
 from allocworker.quota import limits as limit_source
 
 
@@ -58,6 +59,8 @@ class Staging(object):
             return
         held = db_allocations.write_set(conn, merged(
             writes for _plan, writes, _answer, _payload in self._held))
+        group_judgement.enroll(conn, [(plan.groups, plan.requests)
+                                      for plan, _w, _a, _p in self._held])
         for plan, _writes, answer, payload in self._held:
             results, changes = plan.finish(held)
             filled = dict(results[plan.requests[0].index], **answer)

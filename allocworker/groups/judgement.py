@@ -9,6 +9,7 @@ different groups never wait for each other.
 """
 
 import collections
+import functools
 
 from allocworker import codes
 from allocworker.db import api as db
@@ -28,8 +29,14 @@ def not_found(uuid, code=codes.GROUP_NOT_FOUND):
 
 
 def rules_of(group):
-    """A stored group's rules."""
-    return group_rules.loads(group.rules, group.policy, group.max_per_root)
+    """A stored group's rules (a tuple: judged many times over, parsed
+    once per text)."""
+    return _loaded(group.rules, group.policy, group.max_per_root)
+
+
+@functools.lru_cache(maxsize=1024)
+def _loaded(text, policy, max_per_root):
+    return tuple(group_rules.loads(text, policy, max_per_root))
 
 
 class Judgement(object):
@@ -58,11 +65,12 @@ class Judgement(object):
             db_groups.group_ids_of(conn, [r.consumer_uuid for r in requests])
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
-        within = None
+        within, self._locked, self._kept = None, None, False
+        self._judged = []
         if locked and ids <= set(locked.groups):
             self.groups = {gid: locked.groups[gid] for gid in ids}
             self.members = {gid: dict(locked.members[gid]) for gid in ids}
-            within = locked.within
+            within, self._locked = locked.within, locked
         else:
             # All touched groups locked in one pass, in id order.
             self.groups = db_groups.lock(conn, ids)
@@ -88,6 +96,7 @@ class Judgement(object):
         Returns {index: Fault} for hard breaks and {index: [warning]} for
         soft ones."""
         faults, warnings = {}, {}
+        self._judged = placements
         for group_id, judge in sorted(self.judges.items()):
             movers, index_of = {}, {}
             for request, kind, roots, class_ids in placements:
@@ -126,11 +135,53 @@ class Judgement(object):
         return result
 
     def commit(self, requests):
-        joining = collections.defaultdict(list)
-        for group_id, uuid in self.joins(requests):
+        enroll(self.conn, [(self, requests)])
+
+    def _current(self):
+        """The groups as this judgement's writes find them: kept
+        (``keep``) before it was written, a claim held back by
+        ``staging`` enrolls at the generation the claims written before
+        it left."""
+        return self._locked.groups if self._kept else self.groups
+
+    def keep(self):
+        """A claim's try stays (written, or held back by ``staging``): the
+        groups locked before it (``locked``) take its members and
+        generations, for the claims after it in the transaction. (Until
+        then a try's judgement is its own: a claim's release, judged
+        and written in a savepoint, is rolled back.)"""
+        if self._locked is None:
+            return
+        self._kept = True
+        for request, kind, roots, _classes in self._judged:
+            self.accept(request, kind, roots)
+        for group_id, group in self.groups.items():
+            self._locked.groups[group_id] = group
+            members = self._locked.members[group_id]
+            members.clear()
+            members.update(self.members[group_id])
+
+
+def enroll(conn, judged):
+    """Add the members that the requests of ``judged`` [(Judgement,
+    requests)] bring to their groups, every group in one statement, and
+    move each group's generation on once."""
+    joining, current, holders = collections.defaultdict(list), {}, \
+        collections.defaultdict(list)
+    for judgement, requests in judged:
+        groups = judgement._current()
+        for group_id, uuid in judgement.joins(requests):
             joining[group_id].append(uuid)
-        for group_id, uuids in sorted(joining.items()):
-            group = self.groups[group_id]
-            if not db_groups.enroll(self.conn, group_id, uuids,
-                                    group.generation):
-                raise db.ConcurrentUpdate(group.uuid)
+            judgement.enrolled[group_id].add(uuid)
+            current[group_id] = groups[group_id]
+            holders[group_id].append(groups)
+    if not joining:
+        return
+    if not db_groups.enroll(conn, joining, {
+            gid: group.generation for gid, group in current.items()}):
+        raise db.ConcurrentUpdate(', '.join(
+            sorted(g.uuid for g in current.values())))
+    for group_id, group in current.items():
+        for groups in holders[group_id]:
+            groups[group_id] = group._replace(
+                generation=group.generation + 1)

@@ -25,10 +25,10 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
     rule come first, those crowding the domains of spread rules least
     before the others; those that bend only soft rules last.
     ``ids``: {provider uuid: id}; ``known``: the claim's transaction's
-    ``writes.Prelocked``."""
+    ``writes.Prelocked``, its groups as ``prepared`` left them."""
     judges = _judges_of(conn, request, known)
     if not judges:
-        return [candidates], None, None
+        return [candidates], None, known.groups
     kind = _consumer_type(request, known, new_type)
     root_of = db_providers.roots_of(conn, set(ids.values()))
     class_ids = db_classes.ids_by_name(
@@ -56,39 +56,80 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
         else:
             kept[_crowding(spreads, roots)].append(candidate)
     return [kept[k] for k in sorted(kept)] + [bending], blocking, \
-        _locked(judges)
+        known.groups
 
 
-def _locked(judges):
-    """The ``judgement.Locked`` groups ``judges`` judge."""
-    return judgement.Locked({j.group.id: j.group for j in judges},
-                            {j.group.id: j.members for j in judges},
-                            judges[0].within)
+def locked(conn, group_ids, uuids=(), skip_locked=False):
+    """The groups of ``group_ids`` and ``uuids`` locked (``skip_locked``:
+    those no other transaction holds) with their members' roots, and
+    the labels of those roots known to the transaction's Domains: a
+    ``judgement.Locked`` (every root admitted), or None when there are
+    none. A transaction of several claims locks every group they judge
+    at once (``claims``); its claims judge what it read, kept up to date
+    by the tries that write (``judgement.Judgement``)."""
+    groups = db_groups.lock(conn, group_ids, uuids, skip_locked)
+    if not groups:
+        return None
+    levels = {r.scope for g in groups.values()
+              for r in judgement.rules_of(g)} - {group_rules.ROOT}
+    members, labels = db_groups.member_roots_labelled(conn, set(groups),
+                                                      levels)
+    group_judge.Domains.of(conn).know(labels, {
+        r for placed in members.values() for p in placed.values()
+        for r in p.roots})
+    return judgement.Locked(groups, members, None)
+
+
+def covered(request, known):
+    """Whether ``known.groups`` holds every group that judges the claim
+    (none judging it, none needed; a group it joins that does not exist
+    is one it cannot hold)."""
+    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
+    if not ids and not request.group_uuid:
+        return True
+    locked = known.groups.groups if known.groups else {}
+    return ids <= set(locked) and (not request.group_uuid or any(
+        g.uuid == request.group_uuid for g in locked.values()))
+
+
+def _claims_groups(request, known):
+    """The ids of the groups of ``known.groups`` that judge the claim:
+    its consumer's and the one it joins."""
+    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
+    ids.update(gid for gid, g in known.groups.groups.items()
+               if g.uuid == request.group_uuid)
+    return ids & set(known.groups.groups)
 
 
 def _judges_of(conn, request, known):
-    """The Judges of the claim's groups: built from ``known.groups``
-    when the claim locked them already, else locked and read now."""
+    """The Judges of the claim's groups, from ``known.groups`` as
+    ``prepared`` left them (None: the claim judges no group)."""
     if known.groups is None:
-        return _judges(conn, request, known.group_ids)
-    return _built(conn, known.groups)
+        return []
+    return _built(conn, known.groups, _claims_groups(request, known))
 
 
-def _built(conn, locked):
-    """A Judge per group of ``locked`` (``judgement.Locked``)."""
+def _built(conn, locked, ids):
+    """A Judge per group of ``ids`` in ``locked`` (``judgement.Locked``)."""
     domains = group_judge.Domains.of(conn)
-    return [group_judge.Judge(g, judgement.rules_of(g), locked.members[gid],
-                              domains, locked.within)
-            for gid, g in sorted(locked.groups.items())]
+    return [group_judge.Judge(locked.groups[gid],
+                              judgement.rules_of(locked.groups[gid]),
+                              locked.members[gid], domains, locked.within)
+            for gid in sorted(ids)]
 
 
 def prepared(conn, claim, known, new_type):
     """(``known`` with the claim's groups locked and read, the ids of the
     roots its groups' hard rules leave a new consumer when they can be
     listed (a few domains of a level), or None). The list is the exact
-    set the judge would allow: ``_allowed``."""
+    set the judge would allow: ``_allowed``. Groups the transaction
+    locked already (``known.groups``) are not read again."""
     request = claim.request
-    judges = _judges(conn, request, known.group_ids)
+    if known.groups is None:
+        known = known._replace(groups=_lock_claims(conn, request, known))
+        if known.groups is None:
+            return known, None
+    judges = _judges_of(conn, request, known)
     if not judges:
         return known, None
     if any(r.policy == group_rules.SPREAD for j in judges for r in j.rules):
@@ -96,7 +137,7 @@ def prepared(conn, claim, known, new_type):
         within = candidates.admitted(conn, claim.wanted)
         for judge in judges:
             judge.within = within
-    known = known._replace(groups=_locked(judges))
+        known = known._replace(groups=known.groups._replace(within=within))
     if request.consumer_uuid in (known.consumers or {}):
         return known, None   # a resize: what it holds counts
     kind = _consumer_type(request, known, new_type)
@@ -162,24 +203,14 @@ def missing_group(request, known):
     return None
 
 
-def _judges(conn, request, group_ids):
-    """A Judge per group of the consumer and the one it joins, locked,
-    with their members' roots."""
-    ids = set((group_ids or {}).get(request.consumer_uuid, ()))
+def _lock_claims(conn, request, known):
+    """The ``locked`` groups of one claim: its consumer's and the one it
+    joins; None when there are none."""
+    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
     joined = [request.group_uuid] if request.group_uuid else []
     if not ids and not joined:
-        return []
-    groups = db_groups.lock(conn, ids, joined)
-    if not groups:
-        return []
-    levels = {r.scope for g in groups.values()
-              for r in judgement.rules_of(g)} - {group_rules.ROOT}
-    members, labels = db_groups.member_roots_labelled(conn, set(groups),
-                                                      levels)
-    group_judge.Domains.of(conn).know(labels, {
-        r for placed in members.values() for p in placed.values()
-        for r in p.roots})
-    return _built(conn, judgement.Locked(groups, members, None))
+        return None
+    return locked(conn, ids, joined)
 
 
 def _consumer_type(request, known, new_type):

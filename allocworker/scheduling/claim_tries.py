@@ -45,7 +45,7 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     faults, waiting = [], []
     if fresh_only:
         # Never a second pass here: the candidates passed over go last,
-        # after every other window (``claims._place``).
+        # after every other window (``placing.place``).
         passes = 1
     for wait, tries in ((False, ordered), (True, waiting))[:passes]:
         for candidate in tries:
@@ -100,6 +100,7 @@ def _try(conn, context, request, candidate, ids, known, staging, wait,
         outcome = results[request.index], changes
     else:
         outcome = staging.hold(conn, plan)
+    plan.groups.keep()
     attempt.keep()
     return outcome
 

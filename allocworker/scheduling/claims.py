@@ -27,14 +27,21 @@ then groups, then providers, then projects when limits are on):
 A claim replaces the consumer's allocations in that one write, so it
 never holds both the old and the new, or neither.
 
+Steps 2 to 4 are ``placing``'s. A transaction of several claims locks
+every group they judge at its start, in id order, and reads their
+members once; each try that stays keeps what was read up to date
+(``judgement.Judgement.keep``).
+
 Concurrent calls that are not atomic share one transaction per worker
 process, as allocate's do (``group_commit``): their claims are placed
 one after the other, call by call in arrival order, each under its own
 call's context, and those that ask the same share one search
-(``reuse``). In a transaction of several claims, those for new
-consumers are written together at its end (``staging``). A refused
-claim wrote nothing and is its own call's answer; if the shared
-transaction itself fails, each call runs again alone.
+(``reuse``). A shared transaction takes only the groups no other
+transaction holds; a call into one held elsewhere waits for the next.
+In a transaction of several claims, those for new consumers are written
+together at its end (``staging``). A refused claim wrote nothing and is
+its own call's answer; if the shared transaction itself fails, each call
+runs again alone.
 """
 
 from oslo_log import log as logging
@@ -52,8 +59,7 @@ from allocworker import notifications
 from allocworker import retry
 from allocworker.scheduling import claim_groups
 from allocworker.scheduling import claim_items
-from allocworker.scheduling import claim_tries
-from allocworker.scheduling import lookup
+from allocworker.scheduling import placing
 from allocworker.scheduling import reuse
 from allocworker import validation
 
@@ -93,6 +99,8 @@ def _guarded(context, claims, changes, searches):
 def _transaction(context, claims, searches):
     with db.writer() as conn:
         known = _known(conn, [c.request.consumer_uuid for c in claims])
+        if len(claims) > 1:
+            known = _with_groups(conn, known, claims)
         staging = claim_staging.Staging(len(claims))
         results, changes, faults = _place_all(conn, context, claims,
                                               known, searches, staging)
@@ -112,21 +120,47 @@ def _known(conn, consumer_uuids):
         db_groups.group_ids_of(conn, consumer_uuids))
 
 
+def _with_groups(conn, known, claims, waiting=None):
+    """``known`` with every group ``claims`` judge (their consumers' and
+    those they join) locked in one statement, in id order, before any
+    provider, and their members read (``claim_groups.locked``): a
+    transaction of several claims takes its group locks in the global
+    order, as a shared allocate does, and its claims judge what it read
+    (each try kept keeps it up to date). With ``waiting`` (claims of
+    ``claims``), only the groups no other transaction holds but theirs,
+    which are waited for first."""
+    member_of, joined = _groups_of(known, claims)
+    if not member_of and not joined:
+        return known
+    if waiting:
+        db_groups.lock(conn, *_groups_of(known, waiting))
+    return known._replace(groups=claim_groups.locked(
+        conn, member_of, joined, skip_locked=waiting is not None))
+
+
+def _groups_of(known, claims):
+    """(ids of the groups ``claims``' consumers are members of, uuids of
+    those they join)."""
+    return ({g for c in claims
+             for g in known.group_ids.get(c.request.consumer_uuid, ())},
+            {c.request.group_uuid for c in claims if c.request.group_uuid})
+
+
 def _place_all(conn, context, claims, known, searches, staging):
     """({index: answer}, payloads, {index: Fault}) of ``claims`` placed
     one after the other in ``conn``'s transaction; a refused claim wrote
     nothing (its tries were rolled back to their savepoints). Claims for
-    new consumers in no group are held back in ``staging`` (answers
-    filled in when it is flushed); any other claim flushes it first."""
+    new consumers in no group, or only in groups the transaction locked
+    and read, are held back in ``staging`` (answers filled in when it is
+    flushed); any other claim flushes it first."""
     results, changes, faults = {}, [], {}
     for c in claims:
-        held = staging.enabled and _is_new(c, known) and \
-            not c.request.group_uuid and \
-            not (known.group_ids or {}).get(c.request.consumer_uuid)
+        held = staging.enabled and placing.is_new(c, known) and \
+            claim_groups.covered(c.request, known)
         if not held:
             staging.flush(conn)
-        placed = _place(conn, context, c, known, searches,
-                        staging if held else None)
+        placed = placing.place(conn, context, c, known, searches,
+                               staging if held else None)
         if isinstance(placed, codes.Fault):
             faults[c.request.index] = placed
         else:
@@ -139,11 +173,13 @@ def _place_all(conn, context, claims, known, searches, staging):
 
 class _Call(object):
     """The valid claims of one independent call, waiting for a shared
-    transaction."""
-    __slots__ = ('context', 'claims')
+    transaction; ``deferred`` once a transaction left it out because
+    another held one of its groups."""
+    __slots__ = ('context', 'claims', 'deferred')
 
     def __init__(self, context, claims):
         self.context, self.claims = context, claims
+        self.deferred = False
 
     def keys(self):
         return writes.call_keys([c.request for c in self.claims])
@@ -153,19 +189,15 @@ def _independent(context, claims):
     """([answer | Fault] in input order, payloads) of a call that is not
     atomic: its claims share a transaction with those of concurrent
     calls of this process (``group_commit``) and one search where they
-    ask the same (``reuse``); a call alone, or one that joins a group,
-    gives each claim a transaction of its own (a shared transaction
-    would hold its group's lock for every call in it, and make writers
-    into different groups wait for each other)."""
+    ask the same (``reuse``); a call alone gives each claim a
+    transaction of its own. Claims into groups share as well: each locks
+    and reads its groups afresh, on the state the claims before it in
+    the transaction wrote."""
     valid = [c for c in claims if isinstance(c, Claim)]
     results, changes = {}, []
     if valid:
         call = _Call(context, valid)
-        if any(c.request.group_uuid for c in valid):
-            results, changes = _claim_alone(call)
-        else:
-            results, changes = _shared.submit(call, len(valid),
-                                              call.keys())
+        results, changes = _shared.submit(call, len(valid), call.keys())
     return [results.get(i, c) for i, c in enumerate(claims)], changes
 
 
@@ -173,16 +205,19 @@ def _claim_calls(calls):
     """[(results, payloads)] per call. If the shared transaction fails
     for any reason but a claim's own fault, each call runs again alone,
     so a failure shared by chance never reaches a call that would not
-    have met it."""
+    have met it. A call into a group another transaction holds is given
+    back, to wait for it in the next transaction (``_together``)."""
     if len(calls) == 1:
         return [_claim_alone(calls[0])]
     try:
-        return retry.write(_together, calls)
+        answered = retry.write(_together, calls)
     except Exception as exc:
         LOG.warning('a claim transaction shared by %d calls failed (%s: '
                     '%s); each call runs again on its own', len(calls),
                     type(exc).__name__, exc)
         return [_claim_alone(call) for call in calls]
+    return [group_commit.AGAIN if answer is None else answer
+            for answer in answered]
 
 
 def _claim_alone(call):
@@ -196,210 +231,35 @@ def _claim_alone(call):
 def _together(calls):
     """The calls' claims in one transaction, judged call by call in
     arrival order, each claim under its own call's context; a refused
-    claim is its call's answer and never aborts the others."""
+    claim is its call's answer and never aborts the others. A call
+    whose groups another transaction holds locked is left out (None,
+    ``deferred``): waiting for them would hold every other call of this
+    transaction as long. A call left out once waits for its groups in
+    the next, before it takes any other lock, and is placed there (a
+    group it still lacks does not exist)."""
     with db.writer() as conn:
         known = _known(conn, [c.request.consumer_uuid
                               for call in calls for c in call.claims])
+        known = _with_groups(
+            conn, known, [c for call in calls for c in call.claims],
+            waiting=[c for call in calls if call.deferred
+                     for c in call.claims])
         searches, answered = reuse.Searches(), []
         staging = claim_staging.Staging(
             sum(len(call.claims) for call in calls))
         for call in calls:
+            if not call.deferred and not all(
+                    claim_groups.covered(c.request, known)
+                    for c in call.claims):
+                call.deferred = True
+                answered.append(None)
+                continue
             results, changes, faults = _place_all(
                 conn, call.context, call.claims, known, searches, staging)
             results.update(faults)
             answered.append((results, changes))
         staging.flush(conn)
         return answered
-
-
-def _place(conn, context, claim, known, searches, staging):
-    """(answer, notification payloads) of the first candidate that fits,
-    or the claim's Fault: the candidates of the window an earlier item
-    of the call asking the same placed from (``reuse``), then of one
-    window of roots at a time, the next only when nothing in this one
-    fitted, then the candidates passed over for last. ``staging``: where
-    the write is held back, or None to write it now. A claim into
-    groups searches first the roots their hard rules leave it, when
-    they are few (``claim_groups.prepared``), and the whole scope only
-    if nothing fits there, so that it says why."""
-    # Only a new consumer's search is kept for the claims after it.
-    searches = searches if _is_new(claim, known) else None
-    known, roots = claim_groups.prepared(conn, claim, known,
-                                         claim_tries.NEW_TYPE)
-    outcome = _from_kept(conn, context, claim, known, searches, staging)
-    if outcome is not None:
-        return outcome
-    outcome = _walk(conn, context, claim, known, searches, staging, roots)
-    if roots is not None and isinstance(outcome, codes.Fault) and \
-            outcome.code in (codes.CAPACITY_EXCEEDED,
-                             codes.GROUP_POLICY_VIOLATION):
-        outcome = _walk(conn, context, claim, known, searches, staging)
-    return outcome
-
-
-def _walk(conn, context, claim, known, searches, staging, roots=None):
-    """``_place``'s search and tries within ``roots`` (None: the whole
-    scope of the request)."""
-    answered, windows = _search(conn, context, claim, known, roots)
-    if isinstance(answered, codes.Fault):
-        return answered
-    if answered is not None:
-        return answered, []
-    tally = _Tally()
-    outcome = _through_windows(conn, context, claim, known, searches,
-                               staging, windows, tally)
-    if outcome is None:
-        outcome = _through_last(conn, context, claim, known, staging, tally)
-    return outcome if outcome is not None else tally.refusal(claim.request)
-
-
-class _Tally(object):
-    """What a claim met in its windows, for its refusal if nothing fits:
-    candidates found and excluded, the faults of those tried, the group
-    that ruled candidates out, and the candidates left for last."""
-
-    def __init__(self):
-        self.found = self.excluded = 0
-        self.faults, self.blocking, self.last = [], None, []
-
-    def refusal(self, request):
-        if self.blocking is not None and not self.faults:
-            return claim_groups.ruled_out(request, self.blocking,
-                                          self.found - self.excluded)
-        if self.faults and all(f.code == codes.GROUP_POLICY_VIOLATION
-                               for f in self.faults):
-            return self.faults[-1]
-        return codes.Fault(
-            codes.CAPACITY_EXCEEDED,
-            'items[%d]: nothing fits the request: %d candidate(s) found, '
-            '%d on excluded roots, %d tried and full when locked'
-            % (request.index, self.found, self.excluded, len(self.faults)))
-
-
-def _from_kept(conn, context, claim, known, searches, staging):
-    """The outcome of the candidates an earlier claim of the transaction
-    asking the same kept (``reuse``), or None to search afresh. Never
-    waiting for a lock: a fresh search is cheaper than a wait for
-    another transaction's whole batch."""
-    kept = searches.window(claim) if searches is not None else None
-    if kept is None:
-        return None
-    outcome, _refused, _blocked, _stale = claim_tries.place_in(
-        conn, context, claim, _not_excluded(claim, kept[0]), kept[1],
-        known, staging, passes=1)
-    if outcome is not None and not isinstance(outcome, codes.Fault):
-        searches.placed(claim, outcome[0])
-    return outcome
-
-
-def _through_windows(conn, context, claim, known, searches, staging,
-                     windows, tally):
-    """The outcome of the first window with a candidate that fits (or a
-    Fault that ends the claim), or None, ``tally`` filled in; the window
-    kept in ``searches`` (unless None) for the claims after it."""
-    for window in windows:
-        if isinstance(window, codes.Fault):
-            return window
-        candidates, ids = window
-        kept = _not_excluded(claim, candidates)
-        tally.found += len(candidates)
-        tally.excluded += len(candidates) - len(kept)
-        outcome, refused, blocked, passed = claim_tries.place_in(
-            conn, context, claim, kept, ids, known, staging)
-        if outcome is not None:
-            if searches is not None and not isinstance(outcome,
-                                                       codes.Fault):
-                searches.keep(claim, window, outcome[0])
-            return outcome
-        tally.faults.extend(refused)
-        tally.blocking = tally.blocking or blocked
-        if passed:
-            tally.last.append((passed, ids))
-    return None
-
-
-def _through_last(conn, context, claim, known, staging, tally):
-    """A spread claim's trees placed in since it weighed them, or held by
-    another writer (most likely placing there), tried after every other
-    window: it doubles up on a host only when nothing emptier fits, and
-    never fails while one of them fits."""
-    for passed, ids in tally.last:
-        outcome, refused, _blocked, _passed = claim_tries.place_in(
-            conn, context, claim, passed, ids, known, staging,
-            fresh=False)
-        if outcome is not None:
-            return outcome
-        tally.faults.extend(refused)
-    return None
-
-
-def _search(conn, context, claim, known, roots=None):
-    """(Fault, None) when allocate's rules refuse the consumer, (answer,
-    None) for a repeat of an answered idempotency key, else (None, the
-    windows of candidates, within ``roots`` unless None), each window
-    searched as if the consumer's allocations were released."""
-    if _is_new(claim, known):
-        missing = claim_groups.missing_group(claim.request, known)
-        if missing is not None:
-            return missing, None
-        return None, _windows(conn, context, claim, None, roots)
-    savepoint = conn.begin_nested()
-    held = known._replace(providers={})
-    try:
-        released, _changes = writes.write_in(conn, context, [claim.request],
-                                             claim_tries.NEW_TYPE, held)
-    except writes.BatchFailed as failed:
-        savepoint.rollback()
-        return failed.faults[claim.request.index], None
-    savepoint.rollback()
-    answer = released[claim.request.index]
-    if 'root_uuid' in answer or answer['status'] != 200:
-        # Replayed: claims remember where they placed (``claim_tries``),
-        # and a refusal stays one (``refusals``).
-        return answer, None
-    return None, _windows(conn, context, claim, held, roots)
-
-
-def _is_new(claim, known):
-    """A new consumer, as its item says, with nothing to release or
-    replay: nothing for a release to judge (a group it joins is only
-    looked up, ``claim_groups.missing_group``)."""
-    request = claim.request
-    return request.consumer_uuid not in known.consumers and not any((
-        request.generation is not None, request.idempotency_key))
-
-
-def _not_excluded(claim, candidates):
-    return [c for c in candidates
-            if c['root_uuid'] not in claim.exclude_roots]
-
-
-def _windows(conn, context, claim, release, roots=None):
-    """The candidates of each window in turn (within ``roots`` unless
-    None), each read with the consumer's own allocations released (a
-    resize may land where it is) in a savepoint rolled back before any
-    is tried (``release``, the rows the release holds locked already,
-    ``writes.Prelocked``; None for a new consumer); a Fault for an
-    unknown class or trait."""
-    source = lookup.windows(conn, claim.wanted, claim.strategy, roots)
-    while True:
-        savepoint = conn.begin_nested() if release else None
-        try:
-            if release:
-                writes.write_in(conn, context, [claim.request],
-                                claim_tries.NEW_TYPE, release)
-            window = next(source, None)
-        except codes.Fault as fault:
-            window = codes.Fault(fault.code, 'items[%d].request: %s'
-                                 % (claim.request.index, fault.detail))
-        finally:
-            if savepoint is not None:
-                savepoint.rollback()
-        if window is None:
-            return
-        yield window
-        if isinstance(window, codes.Fault):
-            return
 
 
 # Independent calls of this process share transactions (group commit).

@@ -128,3 +128,46 @@ def test_a_failed_run_fails_only_its_calls():
     assert more['c'] == 'done-c'
     # The combiner is idle again and serves the next call at once.
     assert combiner.submit('e') == 'done-e'
+
+
+class GivesBack(Recorder):
+    """A run that gives back (``AGAIN``) the works of ``back`` the first
+    time it meets each."""
+
+    def __init__(self, back):
+        super().__init__()
+        self.back, self.given_back = set(back), set()
+
+    def __call__(self, works):
+        done = super().__call__(works)
+        again = self.back & set(works) - self.given_back
+        self.given_back |= again
+        return [group_commit.AGAIN if w in again else d
+                for w, d in zip(works, done)]
+
+
+def test_a_call_given_back_leads_the_next_run_and_is_answered_there():
+    run = GivesBack(back={'b'})
+    combiner = group_commit.Combiner(run, lambda: 10)
+    first, results = _submit_all(combiner, [('a', 1, ())])
+    assert run.first_started.wait(10)
+    later, more = _submit_all(combiner, [('b', 1, ()), ('c', 1, ())])
+    _queued(combiner, 2)
+    run.release.set()
+    for t in first + later:
+        t.join(10)
+    assert run.batches[0] == ['a']
+    assert sorted(run.batches[1]) == ['b', 'c']
+    # Given back, b went to the head of the queue and ran again.
+    assert run.batches[2][0] == 'b'
+    assert more == {'b': 'done-b', 'c': 'done-c'}
+    assert results == {'a': 'done-a'}
+    assert combiner.submit('e') == 'done-e'
+
+
+def test_a_call_alone_given_back_runs_again_at_once():
+    run = GivesBack(back={'a'})
+    run.release.set()
+    combiner = group_commit.Combiner(run, lambda: 10)
+    assert combiner.submit('a') == 'done-a'
+    assert run.batches == [['a'], ['a']]

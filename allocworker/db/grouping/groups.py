@@ -76,15 +76,19 @@ def lock_by_uuid(conn, uuids):
     return {row.uuid: Group(*row) for row in rows}
 
 
-def lock(conn, group_ids, uuids=()):
+def lock(conn, group_ids, uuids=(), skip_locked=False):
     """Lock groups by id, and those of ``uuids`` that exist, in id
-    order; {id: Group}."""
+    order; {id: Group}. ``skip_locked``: only those no other transaction
+    holds, never waiting."""
     if not group_ids and not uuids:
         return {}
-    rows = conn.execute(api.for_update(
-        sa.select(*_COLUMNS).where(sa.or_(
-            _g.c.id.in_(sorted(group_ids)), _g.c.uuid.in_(sorted(uuids))))
-        .order_by(_g.c.id)))
+    query = sa.select(*_COLUMNS).where(sa.or_(
+        _g.c.id.in_(sorted(group_ids)), _g.c.uuid.in_(sorted(uuids))))
+    if skip_locked and conn.dialect.name != 'sqlite':
+        query = query.with_for_update(skip_locked=True)
+    else:
+        query = api.for_update(query)
+    rows = conn.execute(query.order_by(_g.c.id))
     return {row.id: Group(*row) for row in rows}
 
 
@@ -202,24 +206,43 @@ def remove_members(conn, group_id, consumer_uuids):
             _m.c.consumer_uuid.in_(sorted(consumer_uuids))))
 
 
-def enroll(conn, group_id, consumer_uuids, expected):
-    """Add members to a group and move its generation on from
-    ``expected``; False (nothing written on PostgreSQL) when it had moved
-    already. One statement on PostgreSQL: a claim into a group writes
-    both."""
-    if conn.dialect.name != 'postgresql':
-        add_members(conn, group_id, consumer_uuids)
-        return bump_generation(conn, group_id, expected)
-    now = timeutils.utcnow()
-    added = sa.insert(_m).values([
-        {'group_id': group_id, 'consumer_uuid': u, 'created_at': now}
-        for u in consumer_uuids]).returning(_m.c.id).cte('added')
-    result = conn.execute(
-        sa.update(_g).where(_g.c.id == group_id,
-                            _g.c.generation == expected)
-        .values(generation=_g.c.generation + 1, updated_at=now)
-        .add_cte(added))
-    return result.rowcount == 1
+def enroll(conn, joining, expected):
+    """Add members to groups and move each group's generation on from
+    its ``expected`` one; False when any had moved already (the caller
+    rolls back). ``joining``: {group id: [consumer uuid]};
+    ``expected``: {group id: generation}. One prepared statement on
+    PostgreSQL, whatever the groups: claims into groups write both."""
+    ids = sorted(joining)
+    if not prepared.applies(conn.dialect):
+        for group_id in ids:
+            add_members(conn, group_id, joining[group_id])
+        return all([bump_generation(conn, group_id, expected[group_id])
+                    for group_id in ids])
+    rows = [(group_id, uuid) for group_id in ids
+            for uuid in joining[group_id]]
+    moved = _ENROLL_PG.execute(conn, {
+        'm_group': [g for g, _u in rows], 'm_uuid': [u for _g, u in rows],
+        'now': timeutils.utcnow(), 'g_id': ids,
+        'g_generation': [expected[g] for g in ids]}).scalar()
+    return moved == len(ids)
+
+
+_ENROLL_PG = prepared.Statement('allocworker_enroll', """
+WITH added AS (
+    INSERT INTO group_members (group_id, consumer_uuid, created_at)
+    SELECT m.group_id, m.consumer_uuid, %(now)s::timestamp
+    FROM unnest(%(m_group)s::int[], %(m_uuid)s::varchar[])
+         AS m(group_id, consumer_uuid)
+    RETURNING 1),
+moved AS (
+    UPDATE consumer_groups AS g
+    SET generation = g.generation + 1, updated_at = %(now)s::timestamp
+    FROM unnest(%(g_id)s::int[], %(g_generation)s::bigint[])
+         AS e(id, generation)
+    WHERE g.id = ANY(%(g_id)s::int[])
+      AND g.id = e.id AND g.generation = e.generation
+    RETURNING 1)
+SELECT count(*) FROM moved""")
 
 
 def bump_generation(conn, group_id, expected):
