@@ -17,10 +17,13 @@ candidate's locks), the windows of roots a search reads, the room a
 ``spread`` claim sees left in a tree. Moving them at once keeps all of
 those as they would be had the claim been written whole. What is held
 back is read by nothing else in the transaction, as long as only these
-claims are held back: for a new consumer that is in no group (a group's
-judgement reads its members' allocations), while project limits are off
-(a limit is judged on the project's counters). A claim of any other
-kind is placed after a ``flush``. A provider's generation moves once for
+claims are held back: for a new consumer that is in no group, or only
+in groups its transaction locked and read at its start (their later
+judgements read the members kept in memory, ``Judgement.keep``, not
+the allocations), while project limits are off (a limit is judged on
+the project's counters). A claim of any other kind is placed after a
+``flush``. The held claims' new members join their groups in one
+statement, each group's generation moved once. A provider's generation moves once for
 all the claims the transaction placed on it, from the generation they
 all read under its lock.
 """
