@@ -23,9 +23,9 @@ judgements read the members kept in memory, ``Judgement.keep``, not
 the allocations), while project limits are off (a limit is judged on
 the project's counters). A claim of any other kind is placed after a
 ``flush``. The held claims' new members join their groups in one
-statement, each group's generation moved once. A provider's generation moves once for
-all the claims the transaction placed on it, from the generation they
-all read under its lock.
+statement, each group's generation moved once. A provider's generation
+moves once for all the claims the transaction placed on it, from the
+generation they all read under its lock.
 """
 
 import collections

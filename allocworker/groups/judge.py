@@ -185,15 +185,21 @@ class Judge(object):
         self.members, self.domains = members, domains
         self.within = within
         self._bases = {}
+        self._placed = None
 
     def forget(self):
         """The members changed (``members`` is shared and was written
         to): count them again."""
         self._bases.clear()
+        self._placed = None
 
     def placed(self):
-        """{member uuid: Placed} of the members holding allocations."""
-        return {m: p for m, p in self.members.items() if p.roots}
+        """{member uuid: Placed} of the members holding allocations
+        (kept until ``forget``)."""
+        if self._placed is None:
+            self._placed = {m: p for m, p in self.members.items()
+                            if p.roots}
+        return self._placed
 
     def per_domain(self, index):
         """The members placed now, counted per domain by rule ``index``
@@ -210,12 +216,13 @@ class Judge(object):
     def verdicts(self, movers):
         """[Verdict] of every rule each mover breaks."""
         before = self.placed()
+        # Only the movers' placements differ between before and after,
+        # and ``breaches`` reads only theirs.
         after = {}
         for uuid, (consumer_type, roots, _classes) in movers.items():
             if roots:
                 after[uuid] = group_rules.Member(consumer_type, set(roots))
         new_roots = {r for p in after.values() for r in p.roots}
-        after.update((m, p) for m, p in before.items() if m not in movers)
         found = []
         for index, rule in enumerate(self.rules):
             base = self.per_domain(index)

@@ -216,7 +216,9 @@ def counts(members, labels):
 def breaches(rule, before, after, movers, labels, eligible=None,
              base=None):
     """[Breach] of the ``movers`` that ``rule`` refuses (or, soft, warns
-    of). ``labels``: {root: domain label} at the rule's scope;
+    of). ``before``/``after``: {member: Member} before and after the
+    write (``after`` is read for the movers only: it may hold only
+    theirs). ``labels``: {root: domain label} at the rule's scope;
     ``eligible(mover)``: a spread rule's eligible domains for that mover
     (those whose roots' trees offer every class it holds), as (how many
     there are, a set of them holding at least every one that holds
@@ -229,10 +231,16 @@ def breaches(rule, before, after, movers, labels, eligible=None,
     now = {m: after.get(m) if _counts(rule, after.get(m)) else None
            for m in movers}
     per_domain = collections.Counter(base)
+    touched = set()
     for mover in movers:
-        per_domain.subtract(domains(was[mover], labels))
-        per_domain.update(domains(now[mover], labels))
-    per_domain = +per_domain
+        left, joined = domains(was[mover], labels), domains(now[mover],
+                                                            labels)
+        per_domain.subtract(left)
+        per_domain.update(joined)
+        touched |= left | joined
+    for domain in touched:
+        if per_domain[domain] <= 0:
+            del per_domain[domain]
     found = []
     for mover in sorted(m for m in movers if now[m] is not None):
         new_roots = now[mover].roots - (was[mover].roots if was[mover]
