@@ -18,17 +18,16 @@ from allocworker.scheduling import candidates
 Blocking = collections.namedtuple('Blocking', ['judge', 'verdict'])
 
 
-def keeping_policies(conn, request, candidates, ids, known, new_type):
-    """(tiers of candidates to try in turn, the first rule that ruled a
-    candidate out as a Blocking or None, the groups locked as
-    ``writes.Prelocked.groups`` or None). The candidates that keep every
-    rule come first, those crowding the domains of spread rules least
-    before the others; those that bend only soft rules last.
-    ``ids``: {provider uuid: id}; ``known``: the claim's transaction's
-    ``writes.Prelocked``, its groups as ``prepared`` left them."""
+def keeping_policies(conn, request, candidates, ids, known, new_type,
+                     order):
+    """The window's ``candidates`` as a ``Weighed``, in the order the
+    claim tries them. ``ids``: {provider uuid: id}; ``known``: the
+    claim's transaction's ``writes.Prelocked``, its groups as
+    ``prepared`` left them; ``order(candidates)``: the strategy's
+    order."""
     judges = _judges_of(conn, request, known)
     if not judges:
-        return [candidates], None, known.groups
+        return Weighed(candidates, order, locked=known.groups)
     kind = _consumer_type(request, known, new_type)
     root_of = db_providers.roots_of(conn, set(ids.values()))
     class_ids = db_classes.ids_by_name(
@@ -39,24 +38,64 @@ def keeping_policies(conn, request, candidates, ids, known, new_type):
         {r.scope for j in judges for r in j.rules},
         placed | {root_of[i] for i in ids.values()})
     spreads = _spread_counts(judges)
-    kept, bending, blocking = collections.defaultdict(list), [], None
-    for candidate in candidates:
+
+    def mover(candidate):
         roots = {root_of[ids[u]] for u in candidate['allocations']
                  if u in ids}
         classes = {class_ids[n] for r in candidate['allocations'].values()
                    for n in r if n in class_ids}
-        mover = {request.consumer_uuid: (kind, roots, classes)}
-        verdicts = [(j, v) for j in judges for v in j.verdicts(mover)]
-        hard = [(j, v) for j, v in verdicts
-                if v.rule.enforcement == group_rules.HARD]
-        if hard:
-            blocking = blocking or Blocking(*hard[0])
-        elif verdicts:
-            bending.append(candidate)
-        else:
-            kept[_crowding(spreads, roots)].append(candidate)
-    return [kept[k] for k in sorted(kept)] + [bending], blocking, \
-        known.groups
+        return {request.consumer_uuid: (kind, roots, classes)}
+
+    def verdicts(candidate):
+        moving = mover(candidate)
+        return [(j, v) for j in judges for v in j.verdicts(moving)]
+
+    def crowding(candidate):
+        return _crowding(spreads, mover(candidate)[request.consumer_uuid][1])
+
+    return Weighed(candidates, order, verdicts, crowding, known.groups)
+
+
+class Weighed(object):
+    """A window's candidates in the order a claim tries them: those that
+    keep every rule first, in tiers of how many members the spread
+    rules' domains hold already (fewest first), each tier in the
+    strategy's order; then those that bend only soft rules, in the
+    strategy's order. A candidate is judged when the claim reaches it
+    (most claims place the first they try), so a tier is ordered with
+    the candidates a hard rule rules out still in it.
+
+    ``blocking``: the first hard rule that ruled out a candidate reached,
+    as a Blocking, or None; ``locked``: the groups to write with, as
+    ``writes.Prelocked.groups``."""
+
+    def __init__(self, candidates, order, verdicts=None, crowding=None,
+                 locked=None):
+        self.blocking, self.locked = None, locked
+        self._candidates, self._order = candidates, order
+        self._verdicts, self._crowding = verdicts, crowding
+
+    def __iter__(self):
+        if self._verdicts is None:
+            yield from self._order(self._candidates)
+            return
+        tiers = collections.defaultdict(list)
+        for candidate in self._candidates:
+            tiers[self._crowding(candidate)].append(candidate)
+        bending = []
+        for tier in sorted(tiers):
+            for candidate in self._order(tiers[tier]):
+                verdicts = self._verdicts(candidate)
+                hard = [(j, v) for j, v in verdicts
+                        if v.rule.enforcement == group_rules.HARD]
+                if hard:
+                    self.blocking = self.blocking or Blocking(*hard[0])
+                elif verdicts:
+                    bending.append(candidate)
+                else:
+                    yield candidate
+        # A soft rule never refuses, but is kept whenever a candidate can.
+        yield from self._order(bending)
 
 
 def locked(conn, group_ids, uuids=(), skip_locked=False):

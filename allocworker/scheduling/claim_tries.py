@@ -36,12 +36,11 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     # emptier than it is: a resize would never stay.
     fresh_only = (fresh and claim.strategy == choosing.SPREAD and
                   request.consumer_uuid not in known.consumers)
-    tiers, blocking, locked = claim_groups.keeping_policies(
-        conn, request, candidates, ids, known, NEW_TYPE)
-    known = known._replace(groups=locked)
-    # A soft rule never refuses, but is kept whenever a candidate can.
-    ordered = [c for tier in tiers for c in choosing.ordered(
-        tier, claim.strategy, request.consumer_uuid)]
+    ordered = claim_groups.keeping_policies(
+        conn, request, candidates, ids, known, NEW_TYPE,
+        lambda tier: choosing.ordered(tier, claim.strategy,
+                                      request.consumer_uuid))
+    known = known._replace(groups=ordered.locked)
     faults, waiting = [], []
     if fresh_only:
         # Never a second pass here: the candidates passed over go last,
@@ -60,7 +59,7 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
                 faults.append(outcome)
             else:
                 return outcome, (), None, ()
-    return None, faults, blocking, (waiting if fresh_only else [])
+    return None, faults, ordered.blocking, (waiting if fresh_only else [])
 
 
 def _try(conn, context, request, candidate, ids, known, staging, wait,
