@@ -88,12 +88,14 @@ class Domains(object):
             self._labels[level].update(found[level])
             self._read[level].update(ids)
 
-    def know(self, labels, root_ids):
+    def know(self, labels, root_ids, every=None):
         """Take ``labels`` {level: {root id: label}}, read for every root
-        of ``root_ids`` (those absent have no domain there)."""
+        of ``root_ids`` (those absent have no domain there), and
+        ``every`` {level: {label}}, as ``all_labels`` reads them."""
         for level, found in labels.items():
             self._labels[level].update(found)
             self._read[level].update(root_ids)
+        self._every.update(every or {})
 
     def labels(self, level, root_ids):
         """{root id: label} at ``level``, covering ``root_ids`` (a root

@@ -111,11 +111,11 @@ def locked(conn, group_ids, uuids=(), skip_locked=False):
         return None
     levels = {r.scope for g in groups.values()
               for r in judgement.rules_of(g)} - {group_rules.ROOT}
-    members, labels = db_groups.member_roots_labelled(conn, set(groups),
-                                                      levels)
+    members, labels, every = db_groups.member_roots_labelled(
+        conn, set(groups), levels)
     group_judge.Domains.of(conn).know(labels, {
         r for placed in members.values() for p in placed.values()
-        for r in p.roots})
+        for r in p.roots}, every)
     return judgement.Locked(groups, members, None)
 
 

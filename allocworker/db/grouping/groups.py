@@ -8,9 +8,11 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db.grouping import partition_domains as db_partition_domains
 from allocworker.db.grouping import topology as db_topology
 from allocworker.db import prepared
 from allocworker.db import schema
+from allocworker import partitions
 
 _g = schema.consumer_groups
 _m = schema.group_members
@@ -155,10 +157,15 @@ def _member_roots(dialect, levels=()):
     held = (sa.select(root.label('root_provider_id')).distinct()
             .where(_a.c.consumer_id == consumer.c.id).offset(0)
             .lateral('held'))
+    read = []
+    if any(n != partitions.LEVEL for n in levels):
+        read.append(db_topology.aggregates_column(held.c.root_provider_id))
+    if partitions.LEVEL in levels:
+        read.extend(db_topology.label_columns(held.c.root_provider_id,
+                                              (partitions.LEVEL,)))
     return prepared.Core(
         sa.select(_m.c.group_id, _m.c.consumer_uuid, consumer.c.consumer_type,
-                  held.c.root_provider_id,
-                  *db_topology.label_columns(held.c.root_provider_id, levels))
+                  held.c.root_provider_id, *read)
         .select_from(_m.outerjoin(consumer, sa.true())
                      .outerjoin(held, sa.true()))
         .where(groups))
@@ -167,28 +174,40 @@ def _member_roots(dialect, levels=()):
 def member_roots_labelled(conn, group_ids, levels):
     """(``member_roots``, {level: {root id: label}} of the members' roots
     at each of ``levels``, as ``db_topology.labels_of_roots`` gives
-    them). On PostgreSQL in the one statement: each root's label at each
-    level looked up from it (at level partition, its partition)."""
+    them, {level: {label}} of every domain of each level). On
+    PostgreSQL in two statements: the levels' domains, then the members
+    with each root's aggregates (at level partition, its partition),
+    mapped to labels here."""
     levels = tuple(sorted(levels))
     if conn.dialect.name != 'postgresql' or not levels or not group_ids:
         members = member_roots(conn, group_ids)
         roots = {r for m in members.values() for p in m.values()
                  for r in p.roots}
-        return members, db_topology.labels_of_roots(conn, levels, roots)
+        return members, db_topology.labels_of_roots(conn, levels, roots), \
+            db_topology.all_labels(conn, levels)
+    aggregated = tuple(n for n in levels if n != partitions.LEVEL)
+    domains = db_topology.domains_of(conn, aggregated)
     found = collections.defaultdict(dict)
     labels = {level: {} for level in levels}
     rows = _member_roots(conn.dialect.name, levels).execute(
-        conn, dict({'groups': sorted(group_ids)},
-                   **db_topology.level_names(levels)))
-    for row in rows:
-        group_id, uuid, consumer_type, root_id = row[:4]
-        member = found[group_id].setdefault(uuid, Placed(consumer_type,
-                                                         set()))
-        if root_id is not None:
-            member.roots.add(root_id)
-            for level, label in zip(levels, row[4:]):
-                db_topology.keep(labels, level, root_id, label)
-    return found, labels
+        conn, {'groups': sorted(group_ids)})
+    for group_id, uuid, consumer_type, root_id, *read in rows:
+        member = found[group_id].get(uuid)
+        if member is None:
+            member = found[group_id][uuid] = Placed(consumer_type, set())
+        if root_id is None:
+            continue
+        member.roots.add(root_id)
+        for level in aggregated:
+            db_topology.keep(labels, level, root_id,
+                             db_topology.label_in(domains[level], read[0]))
+        if partitions.LEVEL in levels:
+            db_topology.keep(labels, partitions.LEVEL, root_id, read[-1])
+    every = {level: set(d.values()) for level, d in domains.items()}
+    if partitions.LEVEL in levels:
+        every.update(db_partition_domains.all_labels(conn,
+                                                     [partitions.LEVEL]))
+    return found, labels, every
 
 
 def add_members(conn, group_id, consumer_uuids):

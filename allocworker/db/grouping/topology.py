@@ -315,14 +315,37 @@ def _root_memberships_of(name):
 
 def all_labels(conn, names):
     """{level name: {label}} of every domain a level maps to."""
-    found = {name: set() for name in names}
+    return {name: set(domains.values())
+            for name, domains in domains_of(conn, names).items()}
+
+
+def domains_of(conn, names):
+    """{level name: {aggregate uuid: label}}: the levels' domains as
+    ``set_topology_level`` set them."""
+    found = {name: {} for name in names}
     if names:
-        query = (sa.select(_l.c.name, _d.c.label).select_from(_l)
-                 .join(_d, _d.c.level_id == _l.c.id)
+        query = (sa.select(_l.c.name, _d.c.aggregate_uuid, _d.c.label)
+                 .select_from(_l).join(_d, _d.c.level_id == _l.c.id)
                  .where(_l.c.name.in_(sorted(set(names)))))
-        for name, label in conn.execute(query):
-            found[name].add(label)
+        for name, aggregate, label in conn.execute(query):
+            found[name][aggregate] = label
     return found
+
+
+def aggregates_column(root):
+    """A column: the uuids of the aggregates the root in ``root`` is a
+    member of, as an array (PostgreSQL), for ``label_in`` to map: one
+    index lookup per root, where a label looked up per level joins the
+    level's domains for each root."""
+    return sa.func.array(sa.select(_pa.c.aggregate_uuid).where(
+        _pa.c.provider_id == root).scalar_subquery())
+
+
+def label_in(domains, aggregates):
+    """The label of the first of ``aggregates`` in ``domains``
+    ({aggregate uuid: label}, a level's), or None."""
+    return next((domains[a] for a in aggregates or () if a in domains),
+                None)
 
 
 def groups_naming(conn, name):
