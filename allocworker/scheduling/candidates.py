@@ -145,10 +145,22 @@ def admitted(conn, request):
     """The ids of the roots ``request``'s filters admit when they admit
     few (a zone, a rare trait, a named host), else None (every root, or
     too many to list)."""
+    if not _filters_roots(request):
+        return None
     prepared = _prepare(conn, request, nested=True, distinct=True)
     if prepared is None:
         return frozenset()
     return prepared.allowed
+
+
+def _filters_roots(request):
+    """Whether ``request`` asks anything that can leave a root out but
+    its resources (a request of resources alone admits every root)."""
+    return bool(request.root_required or request.root_forbidden or
+                request.partitions is not None or any(
+                    g.required or g.any_traits or g.forbidden or
+                    g.member_of or g.forbidden_aggregates or
+                    g.in_tree is not None for g in request.groups))
 
 
 # ``rest``: when ``allowed`` (and ``scope.roots``) are only a sample of

@@ -84,14 +84,20 @@ def lock(conn, group_ids, uuids=(), skip_locked=False):
     holds, never waiting."""
     if not group_ids and not uuids:
         return {}
+    rows = _lock_query(conn.dialect.name, skip_locked).execute(conn, {
+        'ids': sorted(group_ids) or [0], 'uuids': sorted(uuids) or ['']})
+    return {row[0]: Group(*row) for row in rows}
+
+
+@functools.lru_cache(maxsize=8)
+def _lock_query(dialect, skip_locked):
+    """Prepared on PostgreSQL (every claim into a group runs it)."""
     query = sa.select(*_COLUMNS).where(sa.or_(
-        _g.c.id.in_(sorted(group_ids)), _g.c.uuid.in_(sorted(uuids))))
-    if skip_locked and conn.dialect.name != 'sqlite':
-        query = query.with_for_update(skip_locked=True)
-    else:
-        query = api.for_update(query)
-    rows = conn.execute(query.order_by(_g.c.id))
-    return {row.id: Group(*row) for row in rows}
+        prepared.any_of(_g.c.id, 'ids', sa.Integer, dialect),
+        prepared.any_of(_g.c.uuid, 'uuids', sa.String, dialect)))
+    if dialect != 'sqlite':
+        query = query.with_for_update(skip_locked=skip_locked)
+    return prepared.Core(query.order_by(_g.c.id))
 
 
 _GROUP_IDS_OF = sa.select(_m.c.consumer_uuid, _m.c.group_id).where(
