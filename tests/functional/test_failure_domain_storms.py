@@ -50,6 +50,36 @@ def test_anti_affinity_two_per_rack_places_exactly_eight(rpc):
     assert sorted(racks_of(racks, placed).values()) == [2] * 4
 
 
+def test_storms_into_several_groups_at_once_keep_every_group_rule(rpc):
+    """Claims into four groups at once share transactions, each locking
+    the groups it can take and giving back calls into a group another
+    holds: every group still ends exactly at its rule."""
+    racks = Racks(rpc)
+    spread, *anti = [group_of(rpc, [{'policy': 'spread',
+                                     'scope': racks.rack_level,
+                                     'max_skew': 1}])] + [
+        group_of(rpc, [{'policy': 'anti-affinity', 'scope': racks.rack_level,
+                        'max_per_domain': 1}]) for _ in range(3)]
+    aims = [spread] * 16 + anti * 8
+    random.shuffle(aims)
+    placed = in_parallel(
+        lambda aim: (aim, claim(rpc, str(uuid.uuid4()), racks.request(),
+                                aim)), aims, clients=32)
+    by_group = collections.defaultdict(list)
+    for aim, item in placed:
+        by_group[aim].append(item)
+    assert [p['status'] for p in by_group[spread]] == [200] * 16
+    assert sorted(racks_of(racks, by_group[spread]).values()) == [4] * 4
+    for group_uuid in anti:
+        refused = [p for p in by_group[group_uuid] if p['status'] != 200]
+        for item in refused:
+            assert_fault(item, 409, 'group.policy_violation')
+        assert sorted(racks_of(racks, by_group[group_uuid]).values()) == \
+            [1] * 4
+    for item in rpc.get_groups(uuids=[spread] + anti)['items']:
+        assert all(d['satisfied'] for d in item['domains']), item
+
+
 def test_anti_affinity_allocates_at_random_hosts_place_exactly_eight(rpc):
     racks = Racks(rpc)
     group_uuid = group_of(rpc, [{'policy': 'anti-affinity',
