@@ -4,8 +4,11 @@ inside it.
 ``Judgement`` is built after the consumer rows are locked and before the
 providers are: it locks the groups (consumers, then groups, then
 providers: one global order), so two members writing at once are judged
-one after the other, on the state the first committed. Writers into
-different groups never wait for each other.
+one after the other, on the state the first committed. Each group is
+its own lock: writers into different groups meet only where they share
+a transaction (``group_commit``). A claim's try is judged on the groups
+its transaction locked and read before it (``Locked``), which it keeps
+up to date for the claims after it (``keep``).
 """
 
 import collections
