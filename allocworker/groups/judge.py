@@ -91,7 +91,8 @@ class Domains(object):
     def know(self, labels, root_ids, every=None):
         """Take ``labels`` {level: {root id: label}}, read for every root
         of ``root_ids`` (those absent have no domain there), and
-        ``every`` {level: {label}}, as ``all_labels`` reads them."""
+        ``every`` {level: {label}} of the levels it covers, as
+        ``all_labels`` reads them."""
         for level, found in labels.items():
             self._labels[level].update(found)
             self._read[level].update(root_ids)

@@ -119,25 +119,31 @@ def locked(conn, group_ids, uuids=(), skip_locked=False):
     return judgement.Locked(groups, members, None)
 
 
+def groups_asked(requests, known):
+    """(ids of the groups the consumers of ``requests`` are members of,
+    uuids of the groups they join): the groups that judge them."""
+    member_of = {g for r in requests
+                 for g in (known.group_ids or {}).get(r.consumer_uuid, ())}
+    return member_of, {r.group_uuid for r in requests if r.group_uuid}
+
+
 def covered(request, known):
     """Whether ``known.groups`` holds every group that judges the claim
     (none judging it, none needed; a group it joins that does not exist
     is one it cannot hold)."""
-    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
-    if not ids and not request.group_uuid:
+    ids, joined = groups_asked([request], known)
+    if not ids and not joined:
         return True
     locked = known.groups.groups if known.groups else {}
-    return ids <= set(locked) and (not request.group_uuid or any(
-        g.uuid == request.group_uuid for g in locked.values()))
+    return ids <= set(locked) and joined <= {g.uuid for g in locked.values()}
 
 
 def _claims_groups(request, known):
     """The ids of the groups of ``known.groups`` that judge the claim:
     its consumer's and the one it joins."""
-    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
-    ids.update(gid for gid, g in known.groups.groups.items()
-               if g.uuid == request.group_uuid)
-    return ids & set(known.groups.groups)
+    ids, joined = groups_asked([request], known)
+    return {gid for gid, g in known.groups.groups.items()
+            if gid in ids or g.uuid in joined}
 
 
 def _judges_of(conn, request, known):
@@ -245,8 +251,7 @@ def missing_group(request, known):
 def _lock_claims(conn, request, known):
     """The ``locked`` groups of one claim: its consumer's and the one it
     joins; None when there are none."""
-    ids = set((known.group_ids or {}).get(request.consumer_uuid, ()))
-    joined = [request.group_uuid] if request.group_uuid else []
+    ids, joined = groups_asked([request], known)
     if not ids and not joined:
         return None
     return locked(conn, ids, joined)

@@ -129,21 +129,15 @@ def _with_groups(conn, known, claims, waiting=None):
     (each try kept keeps it up to date). With ``waiting`` (claims of
     ``claims``), only the groups no other transaction holds but theirs,
     which are waited for first."""
-    member_of, joined = _groups_of(known, claims)
+    member_of, joined = claim_groups.groups_asked(
+        [c.request for c in claims], known)
     if not member_of and not joined:
         return known
     if waiting:
-        db_groups.lock(conn, *_groups_of(known, waiting))
+        db_groups.lock(conn, *claim_groups.groups_asked(
+            [c.request for c in waiting], known))
     return known._replace(groups=claim_groups.locked(
         conn, member_of, joined, skip_locked=waiting is not None))
-
-
-def _groups_of(known, claims):
-    """(ids of the groups ``claims``' consumers are members of, uuids of
-    those they join)."""
-    return ({g for c in claims
-             for g in known.group_ids.get(c.request.consumer_uuid, ())},
-            {c.request.group_uuid for c in claims if c.request.group_uuid})
 
 
 def _place_all(conn, context, claims, known, searches, staging):
@@ -190,9 +184,9 @@ def _independent(context, claims):
     atomic: its claims share a transaction with those of concurrent
     calls of this process (``group_commit``) and one search where they
     ask the same (``reuse``); a call alone gives each claim a
-    transaction of its own. Claims into groups share as well: each locks
-    and reads its groups afresh, on the state the claims before it in
-    the transaction wrote."""
+    transaction of its own. Claims into groups share as well: the
+    transaction locks and reads their groups at its start
+    (``_together``)."""
     valid = [c for c in claims if isinstance(c, Claim)]
     results, changes = {}, []
     if valid:

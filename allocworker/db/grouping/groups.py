@@ -8,7 +8,6 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import generations
-from allocworker.db.grouping import partition_domains as db_partition_domains
 from allocworker.db.grouping import topology as db_topology
 from allocworker.db import prepared
 from allocworker.db import schema
@@ -180,17 +179,17 @@ def _member_roots(dialect, levels=()):
 def member_roots_labelled(conn, group_ids, levels):
     """(``member_roots``, {level: {root id: label}} of the members' roots
     at each of ``levels``, as ``db_topology.labels_of_roots`` gives
-    them, {level: {label}} of every domain of each level). On
-    PostgreSQL in two statements: the levels' domains, then the members
-    with each root's aggregates (at level partition, its partition),
-    mapped to labels here."""
+    them, {level: {label}} of every domain of the levels whose domains
+    it read on the way: none but on PostgreSQL, level partition aside).
+    On PostgreSQL in two statements: the levels' domains, then the
+    members with each root's aggregates (at level partition, its
+    partition), mapped to labels here."""
     levels = tuple(sorted(levels))
     if conn.dialect.name != 'postgresql' or not levels or not group_ids:
         members = member_roots(conn, group_ids)
         roots = {r for m in members.values() for p in m.values()
                  for r in p.roots}
-        return members, db_topology.labels_of_roots(conn, levels, roots), \
-            db_topology.all_labels(conn, levels)
+        return members, db_topology.labels_of_roots(conn, levels, roots), {}
     aggregated = tuple(n for n in levels if n != partitions.LEVEL)
     domains = db_topology.domains_of(conn, aggregated)
     found = collections.defaultdict(dict)
@@ -209,11 +208,8 @@ def member_roots_labelled(conn, group_ids, levels):
                              db_topology.label_in(domains[level], read[0]))
         if partitions.LEVEL in levels:
             db_topology.keep(labels, partitions.LEVEL, root_id, read[-1])
-    every = {level: set(d.values()) for level, d in domains.items()}
-    if partitions.LEVEL in levels:
-        every.update(db_partition_domains.all_labels(conn,
-                                                     [partitions.LEVEL]))
-    return found, labels, every
+    return found, labels, {level: set(d.values())
+                           for level, d in domains.items()}
 
 
 def add_members(conn, group_id, consumer_uuids):
