@@ -150,6 +150,11 @@ consumer_groups = sa.Table(
     # JSON: the group's rules (groups/rules.py); NULL: the one rule that
     # ``policy`` and ``max_per_root`` say.
     sa.Column('rules', sa.Text, nullable=True),
+    # A token replaced by every write that changes the members or what
+    # they hold, and (JSON) the last such changes, each with the token
+    # it left (groups/kept.py); NULL: nothing to keep members under.
+    sa.Column('members_token', sa.BigInteger, nullable=True),
+    sa.Column('members_log', sa.Text, nullable=True),
     sa.UniqueConstraint('uuid'),
     **_mysql)
 
@@ -163,6 +168,13 @@ topology_levels = sa.Table(
     sa.Column('generation', sa.BigInteger, nullable=False),
     *_timestamps(),
     sa.UniqueConstraint('name'),
+    **_mysql)
+
+# One row: the token of db/grouping/epoch.py.
+topology_epoch = sa.Table(
+    'topology_epoch', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column('token', sa.BigInteger, nullable=False),
     **_mysql)
 
 topology_domains = sa.Table(

@@ -84,6 +84,7 @@ def _one_pass(src, conn, report, progress, partition, force, catch_up,
             scope.clear(conn, partition)
         importer.first_pass(src, conn, report, progress, partition)
     target.count_projects(conn, report.projects)
+    target.forget_kept(conn)
 
 
 def _safe(url):

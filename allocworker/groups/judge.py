@@ -46,9 +46,31 @@ def _source(level):
     return db_topology
 
 
+class _ByLevel(dict):
+    """{level: what is read of it} of a transaction's Domains; a
+    topology level's shared with the labels the worker keeps under the
+    transaction's epoch (``kept``), once it keeps any. Level
+    partition's are the transaction's own: a root's partition moves
+    without the epoch."""
+
+    def __init__(self, make, kept):
+        super().__init__()
+        self._make, self._kept = make, kept
+
+    def __missing__(self, level):
+        shared = self._kept()
+        if shared is None or level == group_rules.PARTITION:
+            value = self._make()
+        else:
+            value = shared.setdefault(level, self._make())
+        self[level] = value
+        return value
+
+
 class Domains(object):
     """Domain labels and eligible domains, read once per transaction (or
-    snapshot) and kept for its later judgements."""
+    snapshot) and kept for its later judgements; labels also between
+    transactions, under the topology's epoch (``keep_under``)."""
 
     # The Domains of each open transaction (``of``): a claim weighing
     # its candidates and the try that writes one read the same.
@@ -56,8 +78,10 @@ class Domains(object):
 
     def __init__(self, conn):
         self.conn = conn
-        self._labels = collections.defaultdict(dict)
-        self._read = collections.defaultdict(set)
+        self._kept = None
+        self._labels = _ByLevel(dict, lambda: self._kept and
+                                self._kept.labels)
+        self._read = _ByLevel(set, lambda: self._kept and self._kept.read)
         self._eligible = {}
         self._empty = {}
         self._admitted = {}
@@ -73,6 +97,18 @@ class Domains(object):
         if found is None or found.conn is not conn:
             found = cls._open[transaction] = cls(conn)
         return found
+
+    def keep_under(self, kept):
+        """Read and keep labels with ``kept`` (``kept.labels_under``, the
+        epoch this transaction read), unless it read some already."""
+        if self._kept is None and not self._read and not self._every:
+            self._kept = kept
+
+    def _kept_every(self, level):
+        """The worker's {level: labels} kept under the epoch, or None."""
+        if self._kept is None or level == group_rules.PARTITION:
+            return None
+        return self._kept.every
 
     def prefetch(self, levels, root_ids):
         """Read the labels of ``root_ids`` at every one of ``levels`` in
@@ -96,7 +132,11 @@ class Domains(object):
         for level, found in labels.items():
             self._labels[level].update(found)
             self._read[level].update(root_ids)
-        self._every.update(every or {})
+        for level, labels in (every or {}).items():
+            self._every[level] = labels
+            kept = self._kept_every(level)
+            if kept is not None:
+                kept[level] = labels
 
     def labels(self, level, root_ids):
         """{root id: label} at ``level``, covering ``root_ids`` (a root
@@ -158,8 +198,13 @@ class Domains(object):
     def all_labels(self, level):
         """Every label of ``level``."""
         if level not in self._every:
-            self._every[level] = _source(level).all_labels(
-                self.conn, [level])[level]
+            kept = self._kept_every(level)
+            found = kept.get(level) if kept is not None else None
+            if found is None:
+                found = _source(level).all_labels(self.conn, [level])[level]
+                if kept is not None:
+                    kept[level] = found
+            self._every[level] = found
         return self._every[level]
 
     def roots_of_labels(self, level, labels):

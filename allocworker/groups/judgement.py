@@ -18,6 +18,7 @@ from allocworker import codes
 from allocworker.db import api as db
 from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
+from allocworker.groups import kept
 from allocworker.groups import rules as group_rules
 
 
@@ -40,6 +41,12 @@ def rules_of(group):
 @functools.lru_cache(maxsize=1024)
 def _loaded(text, policy, max_per_root):
     return tuple(group_rules.loads(text, policy, max_per_root))
+
+
+def levels_of(groups):
+    """The levels whose labels judging ``groups``' rules reads."""
+    return {rule.scope for group in groups
+            for rule in rules_of(group)} - {group_rules.ROOT}
 
 
 class Judgement(object):
@@ -69,15 +76,18 @@ class Judgement(object):
         ids = {gid for gids in membership.values() for gid in gids}
         ids.update(join_ids.values())
         within, self._locked, self._kept = None, None, False
-        self._judged = []
+        self._judged, self._placements = [], {}
+        # The requests whose changes to their groups are written.
+        self._recorded = set()
         if locked and ids <= set(locked.groups):
             self.groups = {gid: locked.groups[gid] for gid in ids}
             self.members = {gid: dict(locked.members[gid]) for gid in ids}
             within, self._locked = locked.within, locked
         else:
             # All touched groups locked in one pass, in id order.
-            self.groups = db_groups.lock(conn, ids)
-            self.members = db_groups.member_roots(conn, ids)
+            self.groups, epoch = db_groups.lock_in_epoch(conn, ids)
+            self.members = kept.members_of(conn, self.groups, epoch,
+                                           levels_of(self.groups.values()))
         self.joined = {uuid: self.groups[gid]
                        for uuid, gid in join_ids.items() if gid in self.groups}
         self.enrolled = {gid: set(self.members[gid]) for gid in ids}
@@ -100,6 +110,7 @@ class Judgement(object):
         soft ones."""
         faults, warnings = {}, {}
         self._judged = placements
+        self._placements.update((p[0].index, p) for p in placements)
         for group_id, judge in sorted(self.judges.items()):
             movers, index_of = {}, {}
             for request, kind, roots, class_ids in placements:
@@ -137,8 +148,35 @@ class Judgement(object):
                 result.append((group.id, r.consumer_uuid))
         return result
 
+    def touched(self, requests):
+        """{group id: {consumer uuid}}: the locked groups whose members
+        ``requests`` change once written (their consumers' groups and
+        those they join), unless written already."""
+        found = collections.defaultdict(set)
+        for r in requests:
+            if r.index in self._recorded:
+                continue
+            for gid in self.group_ids_of.get(r.consumer_uuid, ()):
+                if gid in self.groups:
+                    found[gid].add(r.consumer_uuid)
+        return found
+
     def commit(self, requests):
         enroll(self.conn, [(self, requests)])
+
+    def written(self, group_id, requests):
+        """The members of a group as ``requests`` leave it once written
+        (each placed as judged)."""
+        if self._kept:
+            return self._locked.members[group_id]
+        members = self.members[group_id]
+        for r in requests:
+            placement = self._placements.get(r.index)
+            if placement is not None and \
+                    group_id in self.group_ids_of[r.consumer_uuid]:
+                members[r.consumer_uuid] = db_groups.Placed(
+                    placement[1], set(placement[2]))
+        return members
 
     def _current(self):
         """The groups as this judgement's writes find them: kept
@@ -166,25 +204,40 @@ class Judgement(object):
 
 
 def enroll(conn, judged):
-    """Add the members that the requests of ``judged`` [(Judgement,
-    requests)] bring to their groups, every group in one statement, and
-    move each group's generation on once."""
-    joining, current, holders = collections.defaultdict(list), {}, \
-        collections.defaultdict(list)
+    """Write what the requests of ``judged`` [(Judgement, requests
+    written)] change in their groups, every group in one statement: the
+    members they bring, each such group's generation moved on once, and
+    for every group whose members they change a new members token and
+    log, under which this worker keeps the members as written
+    (``kept``)."""
+    joining, current, holders, after, movers = \
+        collections.defaultdict(list), {}, collections.defaultdict(list), \
+        {}, collections.defaultdict(set)
     for judgement, requests in judged:
         groups = judgement._current()
         for group_id, uuid in judgement.joins(requests):
             joining[group_id].append(uuid)
             judgement.enrolled[group_id].add(uuid)
+        for group_id, uuids in judgement.touched(requests).items():
             current[group_id] = groups[group_id]
             holders[group_id].append(groups)
-    if not joining:
+            after[group_id] = judgement.written(group_id, requests)
+            movers[group_id] |= uuids
+        judgement._recorded.update(r.index for r in requests)
+    if not current:
         return
-    if not db_groups.enroll(conn, joining, {
-            gid: group.generation for gid, group in current.items()}):
+    marks = {gid: kept.mark(group, {u: after[gid][u] for u in movers[gid]})
+             for gid, group in current.items()}
+    if not db_groups.enroll(conn, {
+            gid: group.generation for gid, group in current.items()},
+            joining, marks):
         raise db.ConcurrentUpdate(', '.join(
             sorted(g.uuid for g in current.values())))
     for group_id, group in current.items():
+        token, log = marks[group_id]
+        moved = group._replace(
+            generation=group.generation + (1 if joining[group_id] else 0),
+            members_token=token, members_log=log)
         for groups in holders[group_id]:
-            groups[group_id] = group._replace(
-                generation=group.generation + 1)
+            groups[group_id] = moved
+        kept.MEMBERS.put(group_id, token, after[group_id])

@@ -11,6 +11,7 @@ from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
+from allocworker.groups import kept
 from allocworker.groups import rules as group_rules
 from allocworker.scheduling import candidates
 
@@ -106,17 +107,12 @@ def locked(conn, group_ids, uuids=(), skip_locked=False):
     none. A transaction of several claims locks every group they judge
     at once (``claims``); its claims judge what it read, kept up to date
     by the tries that write (``judgement.Judgement``)."""
-    groups = db_groups.lock(conn, group_ids, uuids, skip_locked)
+    groups, epoch = db_groups.lock_in_epoch(conn, group_ids, uuids,
+                                            skip_locked)
     if not groups:
         return None
-    levels = {r.scope for g in groups.values()
-              for r in judgement.rules_of(g)} - {group_rules.ROOT}
-    members, labels, every = db_groups.member_roots_labelled(
-        conn, set(groups), levels)
-    group_judge.Domains.of(conn).know(labels, {
-        r for placed in members.values() for p in placed.values()
-        for r in p.roots}, every)
-    return judgement.Locked(groups, members, None)
+    return judgement.Locked(groups, kept.members_of(
+        conn, groups, epoch, judgement.levels_of(groups.values())), None)
 
 
 def groups_asked(requests, known):

@@ -3,6 +3,7 @@
 import sqlalchemy as sa
 
 from allocworker.db.catalog import facets
+from allocworker.db.grouping import epoch as db_epoch
 from allocworker.db import schema
 
 _pa = schema.provider_aggregates
@@ -16,4 +17,7 @@ def of_providers(conn, provider_ids=None):
 
 
 def replace(conn, provider_id, aggregates):
+    """The provider's aggregates become ``aggregates``; the topology's
+    epoch moves (its domains may have)."""
     facets.replace(conn, _pa, 'aggregate_uuid', provider_id, aggregates)
+    db_epoch.moved(conn)

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import sqlite as sqlite_dml
 from allocworker import capacity
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db.grouping import epoch as db_epoch
 from allocworker.db import prepared
 from allocworker.db import schema
 
@@ -176,6 +177,8 @@ def delete(conn, provider_id, uuid, generation):
                  .values(root_provider_id=None))
     conn.execute(sa.delete(_p).where(_p.c.id == provider_id))
     generations.retire(conn, generations.PROVIDER, {uuid: generation})
+    # Its id may come back (SQLite) on a root of other domains.
+    db_epoch.moved(conn)
 
 
 def bump_generation(conn, provider_id, expected):

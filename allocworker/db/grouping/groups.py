@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from allocworker.db import api
 from allocworker.db import generations
+from allocworker.db.grouping import epoch as db_epoch
 from allocworker.db.grouping import topology as db_topology
 from allocworker.db import prepared
 from allocworker.db import schema
@@ -21,9 +22,10 @@ _p = schema.providers
 
 Group = collections.namedtuple(
     'Group', ['id', 'uuid', 'name', 'project_id', 'policy', 'max_per_root',
-              'generation', 'rules'])
+              'generation', 'rules', 'members_token', 'members_log'])
 _COLUMNS = [_g.c.id, _g.c.uuid, _g.c.name, _g.c.project_id, _g.c.policy,
-            _g.c.max_per_root, _g.c.generation, _g.c.rules]
+            _g.c.max_per_root, _g.c.generation, _g.c.rules,
+            _g.c.members_token, _g.c.members_log]
 # A member as the rules judge it: its consumer type (None while it holds
 # nothing) and the ids of the roots it holds allocations under.
 Placed = collections.namedtuple('Placed', ['consumer_type', 'roots'])
@@ -81,17 +83,25 @@ def lock(conn, group_ids, uuids=(), skip_locked=False):
     """Lock groups by id, and those of ``uuids`` that exist, in id
     order; {id: Group}. ``skip_locked``: only those no other transaction
     holds, never waiting."""
+    return lock_in_epoch(conn, group_ids, uuids, skip_locked)[0]
+
+
+def lock_in_epoch(conn, group_ids, uuids=(), skip_locked=False):
+    """``lock``'s groups, and the topology's epoch read with them (None
+    when no group was locked)."""
     if not group_ids and not uuids:
-        return {}
+        return {}, None
     rows = _lock_query(conn.dialect.name, skip_locked).execute(conn, {
-        'ids': sorted(group_ids) or [0], 'uuids': sorted(uuids) or ['']})
-    return {row[0]: Group(*row) for row in rows}
+        'ids': sorted(group_ids) or [0],
+        'uuids': sorted(uuids) or ['']}).all()
+    return ({row[0]: Group(*row[:-1]) for row in rows},
+            rows[0][-1] if rows else None)
 
 
 @functools.lru_cache(maxsize=8)
 def _lock_query(dialect, skip_locked):
     """Prepared on PostgreSQL (every claim into a group runs it)."""
-    query = sa.select(*_COLUMNS).where(sa.or_(
+    query = sa.select(*_COLUMNS, db_epoch.column()).where(sa.or_(
         prepared.any_of(_g.c.id, 'ids', sa.Integer, dialect),
         prepared.any_of(_g.c.uuid, 'uuids', sa.String, dialect)))
     if dialect != 'sqlite':
@@ -227,24 +237,30 @@ def remove_members(conn, group_id, consumer_uuids):
             _m.c.consumer_uuid.in_(sorted(consumer_uuids))))
 
 
-def enroll(conn, joining, expected):
-    """Add members to groups and move each group's generation on from
-    its ``expected`` one; False when any had moved already (the caller
-    rolls back). ``joining``: {group id: [consumer uuid]};
-    ``expected``: {group id: generation}. One prepared statement on
-    PostgreSQL, whatever the groups: claims into groups write both."""
-    ids = sorted(joining)
+def enroll(conn, expected, joining, marks):
+    """Give each group of ``expected`` ({group id: generation}) its new
+    members token and log (``marks``: {group id: (token, log)}), and
+    those of ``joining`` ({group id: [consumer uuid]}) their new members
+    and a generation moved on by one; False when any group's generation
+    was no longer the expected one (the caller rolls back). One prepared
+    statement on PostgreSQL, whatever the groups: every write of a
+    member runs it."""
+    ids = sorted(expected)
     if not prepared.applies(conn.dialect):
         for group_id in ids:
-            add_members(conn, group_id, joining[group_id])
-        return all([bump_generation(conn, group_id, expected[group_id])
-                    for group_id in ids])
+            add_members(conn, group_id, joining.get(group_id))
+        return all([_moved_on(conn, group_id, expected[group_id],
+                              1 if joining.get(group_id) else 0,
+                              *marks[group_id]) for group_id in ids])
     rows = [(group_id, uuid) for group_id in ids
-            for uuid in joining[group_id]]
+            for uuid in joining.get(group_id, ())]
     moved = _ENROLL_PG.execute(conn, {
         'm_group': [g for g, _u in rows], 'm_uuid': [u for _g, u in rows],
         'now': timeutils.utcnow(), 'g_id': ids,
-        'g_generation': [expected[g] for g in ids]}).scalar()
+        'g_generation': [expected[g] for g in ids],
+        'g_step': [1 if joining.get(g) else 0 for g in ids],
+        'g_token': [marks[g][0] for g in ids],
+        'g_log': [marks[g][1] for g in ids]}).scalar()
     return moved == len(ids)
 
 
@@ -257,9 +273,13 @@ WITH added AS (
     RETURNING 1),
 moved AS (
     UPDATE consumer_groups AS g
-    SET generation = g.generation + 1, updated_at = %(now)s::timestamp
-    FROM unnest(%(g_id)s::int[], %(g_generation)s::bigint[])
-         AS e(id, generation)
+    SET generation = g.generation + e.step, members_token = e.token,
+        members_log = e.log,
+        updated_at = CASE WHEN e.step > 0 THEN %(now)s::timestamp
+                          ELSE g.updated_at END
+    FROM unnest(%(g_id)s::int[], %(g_generation)s::bigint[],
+                %(g_step)s::int[], %(g_token)s::bigint[], %(g_log)s::text[])
+         AS e(id, generation, step, token, log)
     WHERE g.id = ANY(%(g_id)s::int[])
       AND g.id = e.id AND g.generation = e.generation
     RETURNING 1)
@@ -267,12 +287,28 @@ SELECT count(*) FROM moved""")
 
 
 def bump_generation(conn, group_id, expected):
+    """Move a group's generation on from ``expected`` (its members
+    changed, and are kept under no token): False when it was no longer
+    that."""
+    return _moved_on(conn, group_id, expected, 1, None, None)
+
+
+def _moved_on(conn, group_id, expected, step, token, log):
+    values = {'generation': _g.c.generation + step, 'members_token': token,
+              'members_log': log}
+    if step:
+        values['updated_at'] = timeutils.utcnow()
     result = conn.execute(
         sa.update(_g).where(_g.c.id == group_id,
-                            _g.c.generation == expected)
-        .values(generation=_g.c.generation + 1,
-                updated_at=timeutils.utcnow()))
+                            _g.c.generation == expected).values(**values))
     return result.rowcount == 1
+
+
+def forget_members(conn):
+    """Clear every group's members token: the transaction changed what
+    members hold outside the allocation transaction (an import pass)."""
+    conn.execute(sa.update(_g).where(_g.c.members_token.isnot(None))
+                 .values(members_token=None, members_log=None))
 
 
 def describe(conn, uuids=None, project_id=None):

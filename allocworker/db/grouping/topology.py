@@ -16,6 +16,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 
 from allocworker.db import api
+from allocworker.db.grouping import epoch as db_epoch
 from allocworker.db import prepared
 from allocworker.db import schema
 from allocworker import partitions
@@ -65,12 +66,14 @@ def replace_domains(conn, level, domains):
             for a, label in sorted(domains.items())])
     conn.execute(sa.update(_l).where(_l.c.id == level.id).values(
         generation=level.generation + 1, updated_at=timeutils.utcnow()))
+    db_epoch.moved(conn)
     return level.generation + 1
 
 
 def delete(conn, level):
     conn.execute(sa.delete(_d).where(_d.c.level_id == level.id))
     conn.execute(sa.delete(_l).where(_l.c.id == level.id))
+    db_epoch.moved(conn)
 
 
 def domains(conn, level_ids):

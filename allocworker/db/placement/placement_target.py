@@ -11,6 +11,8 @@ import sqlalchemy as sa
 
 from allocworker import capacity
 from allocworker.db.catalog import providers as db_providers
+from allocworker.db.grouping import epoch as db_epoch
+from allocworker.db.grouping import groups as db_groups
 from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db.limits import project_counters
 from allocworker.db import schema
@@ -255,6 +257,14 @@ def update_consumers(conn, rows):
                     updated_at=sa.bindparam('up')),
             [{'cid': i, 'g': g, 'p': p, 'us': us, 't': t or '', 'up': up}
              for i, g, p, us, t, _c, up in rows])
+
+
+def forget_kept(conn):
+    """Make workers read groups' members and roots' domains afresh: a
+    pass writes consumers, allocations and aggregates without the
+    groups' locks (``groups.kept``)."""
+    db_groups.forget_members(conn)
+    db_epoch.moved(conn)
 
 
 def remove_allocation_rows(conn, consumer_ids):
