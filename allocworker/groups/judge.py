@@ -225,20 +225,23 @@ class Judge(object):
     (consumer type, {root id}, {class id})} placed as given (an empty
     set of roots: its allocations removed)."""
 
-    def __init__(self, group, rules, members, domains, within=None):
+    def __init__(self, group, rules, members, domains, within=None,
+                 bases=None):
         """``within``: the root ids a claim's request admits, when its
         filters admit few (a spread rule's eligible domains are then
-        only theirs); None: every root."""
+        only theirs); None: every root. ``bases``: where the members
+        are counted per rule, shared by the judges of the same members
+        until one forgets them."""
         self.group, self.rules = group, rules
         self.members, self.domains = members, domains
         self.within = within
-        self._bases = {}
+        self._bases = {} if bases is None else bases
         self._placed = None
 
     def forget(self):
-        """The members changed (``members`` is shared and was written
-        to): count them again."""
-        self._bases.clear()
+        """The members changed (``members`` is this judge's and was
+        written to): count them again, on its own."""
+        self._bases = {}
         self._placed = None
 
     def placed(self):

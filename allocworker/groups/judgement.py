@@ -23,9 +23,11 @@ from allocworker.groups import rules as group_rules
 
 
 # Groups a claim locked and read before its try (``writes.Prelocked.
-# groups``): {id: Group}, {id: {member uuid: Placed}}, and the roots its
-# request admits (None: every root).
-Locked = collections.namedtuple('Locked', ['groups', 'members', 'within'])
+# groups``): {id: Group}, {id: {member uuid: Placed}}, the roots its
+# request admits (None: every root), and {id: {rule index: counts}}
+# of those members, shared by the judges that read them (``Judge``).
+Locked = collections.namedtuple('Locked', ['groups', 'members', 'within',
+                                           'bases'])
 
 
 def not_found(uuid, code=codes.GROUP_NOT_FOUND):
@@ -97,9 +99,11 @@ class Judgement(object):
              if r.group_uuid in self.joined else set())
             for r in requests}
         self.domains = group_judge.Domains.of(conn)
+        bases = locked.bases if self._locked else {}
         self.judges = {
             gid: group_judge.Judge(group, rules_of(group),
-                                   self.members[gid], self.domains, within)
+                                   self.members[gid], self.domains, within,
+                                   bases.get(gid))
             for gid, group in self.groups.items()}
 
     def judge(self, placements):
@@ -176,6 +180,7 @@ class Judgement(object):
                     group_id in self.group_ids_of[r.consumer_uuid]:
                 members[r.consumer_uuid] = db_groups.Placed(
                     placement[1], set(placement[2]))
+        self.judges[group_id].forget()
         return members
 
     def _current(self):
@@ -201,6 +206,7 @@ class Judgement(object):
             members = self._locked.members[group_id]
             members.clear()
             members.update(self.members[group_id])
+            self._locked.bases[group_id].clear()
 
 
 def enroll(conn, judged):

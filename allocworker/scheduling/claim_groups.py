@@ -112,7 +112,8 @@ def locked(conn, group_ids, uuids=(), skip_locked=False):
     if not groups:
         return None
     return judgement.Locked(groups, kept.members_of(
-        conn, groups, epoch, judgement.levels_of(groups.values())), None)
+        conn, groups, epoch, judgement.levels_of(groups.values())), None,
+        {group_id: {} for group_id in groups})
 
 
 def groups_asked(requests, known):
@@ -155,7 +156,8 @@ def _built(conn, locked, ids):
     domains = group_judge.Domains.of(conn)
     return [group_judge.Judge(locked.groups[gid],
                               judgement.rules_of(locked.groups[gid]),
-                              locked.members[gid], domains, locked.within)
+                              locked.members[gid], domains, locked.within,
+                              locked.bases[gid])
             for gid in sorted(ids)]
 
 
