@@ -22,6 +22,7 @@ from allocworker import capacity
 from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db
+from allocworker.db.catalog import provider_ids
 from allocworker.db.catalog import providers as db_providers
 from allocworker.db.catalog import resource_classes as db_classes
 from allocworker.db.ledger import allocations as db_allocations
@@ -142,7 +143,7 @@ class Plan(plan_writes.Writing):
                  for n in res}
         uuids = {p for r in self.requests for p in r.allocations}
         self.class_ids = db_classes.ids_by_name(self.conn, names)
-        self.provider_ids = db_providers.remembered_ids(self.conn, uuids)
+        self.provider_ids = provider_ids.remembered_ids(self.conn, uuids)
         for r in self.requests:
             for provider_uuid, resources in r.allocations.items():
                 if provider_uuid not in self.provider_ids:
@@ -217,7 +218,7 @@ class Plan(plan_writes.Writing):
         if stale or len(self.locked) != len(touched):
             # A provider was deleted (and maybe created again) since its
             # id was remembered or resolved: resolve afresh.
-            db_providers.forget(self.conn, stale)
+            provider_ids.forget(self.conn, stale)
             raise db.ConcurrentUpdate('provider vanished')
         self.uuid_of = {pid: row.uuid for pid, row in self.locked.items()}
 

@@ -5,7 +5,7 @@ a first pass that never waits for a lock and a second that does."""
 
 from allocworker.allocations import writes
 from allocworker import codes
-from allocworker.db.catalog import providers as db_providers
+from allocworker.db.catalog import provider_ids
 from allocworker.db.ledger import idempotency as db_idempotency
 from allocworker.db import tries as db_tries
 from allocworker.scheduling import choosing
@@ -31,7 +31,7 @@ def place_in(conn, context, claim, candidates, ids, known, staging,
     ``claims._known``; ``passes=1`` skips the second pass, which waits
     for locks; ``fresh`` False tries those left for last."""
     request = claim.request
-    db_providers.remember(conn, ids)
+    provider_ids.remember(conn, ids)
     # A consumer's own tree was weighed with its allocations released,
     # emptier than it is: a resize would never stay.
     fresh_only = (fresh and claim.strategy == choosing.SPREAD and
