@@ -92,7 +92,7 @@ class Judgement(object):
                                            levels_of(self.groups.values()))
         self.joined = {uuid: self.groups[gid]
                        for uuid, gid in join_ids.items() if gid in self.groups}
-        self.enrolled = {gid: set(self.members[gid]) for gid in ids}
+        self.enrolled = {gid: set(self.members[gid]) for gid in self.groups}
         self.group_ids_of = {
             r.consumer_uuid: set(membership.get(r.consumer_uuid, ())) |
             ({self.joined[r.group_uuid].id}
@@ -138,10 +138,21 @@ class Judgement(object):
     def accept(self, request, kind, roots):
         """Take a judged request's placement as the state the next
         request of an independent batch is judged against."""
-        for group_id in self.group_ids_of[request.consumer_uuid]:
+        for group_id in self._holding(request):
             self.members[group_id][request.consumer_uuid] = \
                 db_groups.Placed(kind, set(roots))
             self.judges[group_id].forget()
+
+    def _holding(self, request):
+        """The ids of the locked groups whose members the request's
+        write changes: those its consumer was a member of when they were
+        read under their locks (not those it was removed from since its
+        memberships were read), and the one it joins."""
+        joined = self.joined.get(request.group_uuid)
+        return {gid for gid in self.group_ids_of[request.consumer_uuid]
+                if gid in self.groups and (
+                    request.consumer_uuid in self.enrolled[gid] or
+                    (joined is not None and joined.id == gid))}
 
     def joins(self, requests):
         """[(group_id, consumer_uuid)] memberships to add on commit."""
@@ -158,10 +169,8 @@ class Judgement(object):
         those they join), unless written already."""
         found = collections.defaultdict(set)
         for r in requests:
-            if r.index in self._recorded:
-                continue
-            for gid in self.group_ids_of.get(r.consumer_uuid, ()):
-                if gid in self.groups:
+            if r.index not in self._recorded:
+                for gid in self._holding(r):
                     found[gid].add(r.consumer_uuid)
         return found
 
@@ -176,8 +185,7 @@ class Judgement(object):
         members = self.members[group_id]
         for r in requests:
             placement = self._placements.get(r.index)
-            if placement is not None and \
-                    group_id in self.group_ids_of[r.consumer_uuid]:
+            if placement is not None and group_id in self._holding(r):
                 members[r.consumer_uuid] = db_groups.Placed(
                     placement[1], set(placement[2]))
         self.judges[group_id].forget()

@@ -10,6 +10,7 @@ from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db.grouping import groups as db_groups
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db.grouping import topology as db_topology
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
@@ -251,6 +252,10 @@ def _write_members(context, group_uuid, uuids, adding):
     a missing group fails whole."""
     call = 'add_members' if adding else 'remove_members'
     with db.writer() as conn:
+        # The consumers first (the global lock order): a write of one
+        # of them, which read its memberships before this commits, has
+        # committed before this reads what it holds.
+        db_allocations.lock_consumers(conn, uuids)
         group = db_groups.lock_by_uuid(conn, [group_uuid]).get(group_uuid)
         if group is None:
             raise _not_found(group_uuid)
