@@ -19,6 +19,10 @@ from allocworker.groups import rules as group_rules
 # The most roots a claim's rules narrow its search to; past it, the
 # claim walks its windows and the judge drops what the rules refuse.
 FEW_ROOTS = 2000
+# The most roots of a level whose labels a worker reads at once, the
+# first time it needs one of them under an epoch (past it, root by
+# root, as they are needed).
+WHOLE_LEVEL_ROOTS = 50000
 
 # A rule's verdict on one mover: the rule's index and rule, the breach.
 Verdict = collections.namedtuple('Verdict', ['index', 'rule', 'breach'])
@@ -104,6 +108,24 @@ class Domains(object):
         if self._kept is None and not self._read and not self._every:
             self._kept = kept
 
+    def _whole(self, level):
+        """Whether every root's label at ``level`` is known (kept):
+        read them all when they are few enough. A root without a label
+        there then has no domain there: a root that joins an aggregate
+        moves the epoch."""
+        kept = self._kept
+        if kept is None or level == group_rules.PARTITION:
+            return False
+        if level not in kept.whole and level not in kept.too_many:
+            found = db_topology.labels_of_level(self.conn, level,
+                                                WHOLE_LEVEL_ROOTS)
+            if found is None:
+                kept.too_many.add(level)
+            else:
+                self._labels[level].update(found)
+                kept.whole.add(level)
+        return level in kept.whole
+
     def _kept_every(self, level):
         """The worker's {level: labels} kept under the epoch, or None."""
         if self._kept is None or level == group_rules.PARTITION:
@@ -112,9 +134,11 @@ class Domains(object):
 
     def prefetch(self, levels, root_ids):
         """Read the labels of ``root_ids`` at every one of ``levels`` in
-        one statement."""
+        one statement; with labels kept between transactions, every
+        root's at an aggregate level the first time (``_whole``)."""
         wanted = {level: set(root_ids) - self._read[level]
-                  for level in levels if level != group_rules.ROOT}
+                  for level in levels if level != group_rules.ROOT and
+                  not self._whole(level)}
         wanted = {level: ids for level, ids in wanted.items() if ids}
         if not wanted:
             return

@@ -125,6 +125,10 @@ class _Labels(object):
         self.labels = {}
         self.read = {}
         self.every = {}
+        # Levels whose every root's label is in ``labels``, and those
+        # with too many roots to read at once.
+        self.whole = set()
+        self.too_many = set()
 
 
 _labels = _Labels(None)
