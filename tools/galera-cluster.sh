@@ -134,9 +134,12 @@ EOF
 
 write_haproxy_config() {
     local n backup
+    # Written aside and renamed: a check of the cluster before may still
+    # be running the old one ("Text file busy" when written in place).
     sed "s|@BASE@|$BASE|g" "$TOOLS/galera-wsrep-check.sh" \
-        > "$BASE/wsrep-check.sh"
-    chmod 755 "$BASE/wsrep-check.sh"
+        > "$BASE/wsrep-check.sh.new"
+    chmod 755 "$BASE/wsrep-check.sh.new"
+    mv -f "$BASE/wsrep-check.sh.new" "$BASE/wsrep-check.sh"
     {
         cat <<EOF
 global
