@@ -233,9 +233,15 @@ class Domains(object):
 
     def roots_of_labels(self, level, labels):
         """The ids of the roots in ``labels``' domains of ``level``, or
-        None when they are more than a claim lists (FEW_ROOTS)."""
-        return _source(level).roots_in(self.conn, level, labels,
-                                       FEW_ROOTS)
+        None when they are more than a claim lists (FEW_ROOTS); from
+        the level's labels when every root's is kept."""
+        if not self._whole(level):
+            return _source(level).roots_in(self.conn, level, labels,
+                                           FEW_ROOTS)
+        by_label = self._kept.roots_by_label(level)
+        found = frozenset().union(*(by_label.get(label, ())
+                                    for label in labels))
+        return None if len(found) > FEW_ROOTS else found
 
     def shown_label(self, level, label):
         """A label as callers see it (a root's uuid at level root)."""

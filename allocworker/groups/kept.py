@@ -129,6 +129,18 @@ class _Labels(object):
         # with too many roots to read at once.
         self.whole = set()
         self.too_many = set()
+        self._by_label = {}
+
+    def roots_by_label(self, level):
+        """{label: frozenset(root id)} of a level read whole."""
+        found = self._by_label.get(level)
+        if found is None:
+            roots = collections.defaultdict(set)
+            for root, label in list(self.labels[level].items()):
+                roots[label].add(root)
+            found = self._by_label[level] = {
+                label: frozenset(ids) for label, ids in roots.items()}
+        return found
 
 
 _labels = _Labels(None)
