@@ -27,6 +27,15 @@ scheduling_opts = [
                     'placed is a subtransaction, and a transaction of '
                     'more than 64 makes every session\'s snapshots '
                     'costlier.'),
+    cfg.BoolOpt('keep_group_state', default=True,
+                help='Keep each group\'s members, and roots\' domains, '
+                     'between transactions, while the tokens read with a '
+                     'group\'s lock say they have not changed, instead of '
+                     'reading them for every write into the group. Set '
+                     'false while workers of a release before this one '
+                     'write to the same database: they change members '
+                     'and aggregates without moving those tokens. Every '
+                     'worker writes the tokens either way.'),
 ]
 
 

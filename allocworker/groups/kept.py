@@ -28,6 +28,7 @@ import json
 import secrets
 import threading
 
+from allocworker.conf import CONF
 from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 
@@ -161,13 +162,15 @@ def members_of(conn, groups, epoch, levels):
     """{group id: {member uuid: Placed}} of the locked ``groups`` ({id:
     Group}): kept where the group's token is the one kept, read (and
     kept) otherwise. The transaction's Domains keeps labels under
-    ``epoch`` and learns those of every member root at ``levels``."""
+    ``epoch`` and learns those of every member root at ``levels``.
+    With ``[scheduling] keep_group_state`` off, all are read."""
     domains = group_judge.Domains.of(conn)
-    if epoch is not None:
+    keeping = CONF.scheduling.keep_group_state
+    if epoch is not None and keeping:
         domains.keep_under(labels_under(epoch))
     found = {}
     for group_id, group in groups.items():
-        members = MEMBERS.get(group)
+        members = MEMBERS.get(group) if keeping else None
         if members is not None:
             found[group_id] = members
     missing = set(groups) - set(found)
