@@ -156,11 +156,11 @@ class Domains(object):
         for level, found in labels.items():
             self._labels[level].update(found)
             self._read[level].update(root_ids)
-        for level, labels in (every or {}).items():
-            self._every[level] = labels
+        for level, every_label in (every or {}).items():
+            self._every[level] = every_label
             kept = self._kept_every(level)
             if kept is not None:
-                kept[level] = labels
+                kept[level] = every_label
 
     def labels(self, level, root_ids):
         """{root id: label} at ``level``, covering ``root_ids`` (a root

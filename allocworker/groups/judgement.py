@@ -51,6 +51,16 @@ def levels_of(groups):
             for rule in rules_of(group)} - {group_rules.ROOT}
 
 
+def locked_with_members(conn, group_ids, uuids=(), skip_locked=False):
+    """({id: Group}, {id: {member uuid: Placed}}): the groups locked as
+    ``db_groups.lock`` locks them, and their members as ``kept`` has or
+    reads them (the transaction's Domains told their roots' labels)."""
+    groups, epoch = db_groups.lock_in_epoch(conn, group_ids, uuids,
+                                            skip_locked)
+    return groups, kept.members_of(conn, groups, epoch,
+                                   levels_of(groups.values()))
+
+
 class Judgement(object):
     """The groups one allocation transaction touches, locked, and the
     verdict on each request."""
@@ -87,9 +97,7 @@ class Judgement(object):
             within, self._locked = locked.within, locked
         else:
             # All touched groups locked in one pass, in id order.
-            self.groups, epoch = db_groups.lock_in_epoch(conn, ids)
-            self.members = kept.members_of(conn, self.groups, epoch,
-                                           levels_of(self.groups.values()))
+            self.groups, self.members = locked_with_members(conn, ids)
         self.joined = {uuid: self.groups[gid]
                        for uuid, gid in join_ids.items() if gid in self.groups}
         self.enrolled = {gid: set(self.members[gid]) for gid in self.groups}

@@ -25,10 +25,10 @@ kept.
 
 import collections
 import json
-import secrets
 import threading
 
 from allocworker.conf import CONF
+from allocworker.db.grouping import epoch as db_epoch
 from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 
@@ -105,7 +105,7 @@ def _caught_up(found, group):
 def mark(group, movers):
     """(token, log) of ``group`` (its row as locked) once members
     ``movers`` ({uuid: Placed}) are written."""
-    token = secrets.randbits(63)
+    token = db_epoch.token()
     if group.members_token is None:
         steps = []
     else:

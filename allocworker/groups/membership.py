@@ -10,8 +10,8 @@ from allocworker import codes
 from allocworker.conf import CONF
 from allocworker.db import api as db
 from allocworker.db.grouping import groups as db_groups
-from allocworker.db.ledger import allocations as db_allocations
 from allocworker.db.grouping import topology as db_topology
+from allocworker.db.ledger import allocations as db_allocations
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
 from allocworker.groups import rules as group_rules

@@ -8,10 +8,8 @@ import collections
 from allocworker import codes
 from allocworker.db.catalog import providers as db_providers
 from allocworker.db.catalog import resource_classes as db_classes
-from allocworker.db.grouping import groups as db_groups
 from allocworker.groups import judge as group_judge
 from allocworker.groups import judgement
-from allocworker.groups import kept
 from allocworker.groups import rules as group_rules
 from allocworker.scheduling import candidates
 
@@ -107,13 +105,12 @@ def locked(conn, group_ids, uuids=(), skip_locked=False):
     none. A transaction of several claims locks every group they judge
     at once (``claims``); its claims judge what it read, kept up to date
     by the tries that write (``judgement.Judgement``)."""
-    groups, epoch = db_groups.lock_in_epoch(conn, group_ids, uuids,
-                                            skip_locked)
+    groups, members = judgement.locked_with_members(conn, group_ids, uuids,
+                                                    skip_locked)
     if not groups:
         return None
-    return judgement.Locked(groups, kept.members_of(
-        conn, groups, epoch, judgement.levels_of(groups.values())), None,
-        {group_id: {} for group_id in groups})
+    return judgement.Locked(groups, members, None,
+                            {group_id: {} for group_id in groups})
 
 
 def groups_asked(requests, known):

@@ -178,12 +178,8 @@ def _labels_joined(conn, names, root_ids, found):
 def labels_of_level(conn, name, limit):
     """{root id: label} of every root with a domain at aggregate level
     ``name``, or None when they are more than ``limit``."""
-    query = (sa.select(_pa.c.provider_id, _d.c.label).select_from(_l)
-             .join(_d, _d.c.level_id == _l.c.id)
-             .join(_pa, _pa.c.aggregate_uuid == _d.c.aggregate_uuid)
-             .join(_p, sa.and_(_p.c.id == _pa.c.provider_id,
-                               _p.c.root_provider_id == _p.c.id))
-             .where(_l.c.name == name).limit(limit + 1))
+    query = (_root_memberships_of(name).add_columns(_d.c.label)
+             .limit(limit + 1))
     found = {name: {}}
     rows = conn.execute(query).all()
     if len(rows) > limit:
